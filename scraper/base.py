@@ -1,0 +1,110 @@
+"""The provider contract: ``fetch`` touches the network, ``parse`` is pure.
+
+A provider is a small class with a ``name``, a ``from_env`` that raises ``MissingCredentials`` when
+a key it needs is absent, an async ``fetch`` that returns raw payloads and a pure ``parse`` that turns
+them into records. Keeping the two apart lets a parser run on fixtures, on yesterday's stored raw
+payloads (``costopt reparse``) and on replayed files, with no socket anywhere near it.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Self
+
+from warehouse.records import PriceRecord, SpotRisk
+
+if TYPE_CHECKING:
+    from scraper.http import Fetcher
+
+
+@dataclass(frozen=True, slots=True)
+class RawPayload:
+    """One HTTP response as received, with where and when it came from.
+
+    Small bodies are held in ``body``; bulk files (AWS offer CSVs) are streamed to ``path`` and
+    never held in memory. ``not_modified`` marks a source that a conditional GET or a publication
+    version showed unchanged since the last successful run: its body is empty and the prices it
+    covers (``scope``: region and pricing kind) are carried forward, not closed.
+    """
+
+    url: str
+    fetched_at: datetime
+    status: int
+    body: bytes = b""
+    path: Path | None = None
+    content_type: str = ""
+    method: str = "GET"
+    request_body: bytes | None = None
+    not_modified: bool = False
+    scope: tuple[str, ...] = ()
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        if self.path is not None:
+            return self.path.stat().st_size
+        return len(self.body)
+
+    def text(self) -> str:
+        if self.path is not None:
+            return self.path.read_text(encoding="utf-8")
+        return self.body.decode("utf-8")
+
+
+@dataclass(slots=True)
+class ParseResult:
+    """What a provider's parser found in one run's payloads."""
+
+    prices: list[PriceRecord] = field(default_factory=list)
+    spot_risk: list[SpotRisk] = field(default_factory=list)
+    # (region, pricing) pairs whose open prices stay open because their source was unchanged
+    carried: set[tuple[str, str]] = field(default_factory=set)
+    # upstream items the parser did not recognise, by a short reason ("unknown SKU", ...)
+    skipped: Counter[str] = field(default_factory=Counter)
+    skipped_examples: list[str] = field(default_factory=list)
+
+    def skip(self, reason: str, example: str) -> None:
+        """Count an upstream item the parser will not guess at, keeping a few examples to log."""
+        self.skipped[reason] += 1
+        if len(self.skipped_examples) < 20:
+            self.skipped_examples.append(f"{reason}: {example}")
+
+
+class Provider(ABC):
+    """Base class of every price source. Subclasses live in ``scraper/providers/``."""
+
+    name: ClassVar[str]
+    parser_version: ClassVar[str] = "1"
+    # environment variable -> default base URL, one per upstream host, so mirrors, proxies and
+    # local test servers can stand in for the real host with the real paths and query strings
+    base_urls: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self.env: Mapping[str, str] = os.environ if env is None else env
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, *, replay: bool = False) -> Self:
+        """Build the provider from the environment; raise MissingCredentials if a key is needed.
+
+        In replay mode credentials are not needed (recorded responses carry none) and base URLs are
+        the real hosts, which the replay transport serves.
+        """
+        return cls(env if not replay else {})
+
+    def base_url(self, variable: str) -> str:
+        default = self.base_urls[variable]
+        return self.env.get(variable, default).rstrip("/")
+
+    @abstractmethod
+    async def fetch(self, http: Fetcher) -> list[RawPayload]:
+        """Download this provider's sources. The only method that may touch the network."""
+
+    @abstractmethod
+    def parse(self, payloads: list[RawPayload]) -> ParseResult:
+        """Turn payloads into records. Pure: no I/O besides reading ``payload.path``, no clock."""
