@@ -1,0 +1,23 @@
+"""The commands of ``costopt``, in the order ``--help`` lists them.
+
+Add a command by writing ``cli/commands/<name>.py`` with a typer-annotated function and listing it
+here. Command modules keep heavy imports inside the function bodies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import import_module
+from typing import Any
+
+_TABLE: list[tuple[str, str]] = [
+    # (command name, "module:function")
+]
+
+
+def _load(spec: str) -> Callable[..., Any]:
+    module, _, function = spec.partition(":")
+    return getattr(import_module(f"cli.commands.{module}"), function)  # type: ignore[no-any-return]
+
+
+COMMANDS: list[tuple[str, Callable[..., Any]]] = [(name, _load(spec)) for name, spec in _TABLE]
