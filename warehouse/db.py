@@ -1,0 +1,171 @@
+"""Opening the warehouse: locks, migrations, and refusing files we must not touch.
+
+DuckDB lets one process write a file at a time, and a read-write holder blocks readers too. So the
+writers (refresh, schedule) open the file only for the seconds of a load, and everybody retries a
+held lock with backoff for a bounded time before giving up with a message naming the holder.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from warehouse.errors import WarehouseError, WarehouseLocked
+from warehouse.migrations import LATEST, MIGRATIONS
+
+if TYPE_CHECKING:
+    import duckdb
+
+LOCK_WAIT_SECONDS = 30.0
+
+
+def _is_lock_error(message: str) -> bool:
+    return "lock" in message.lower() and (
+        "conflicting" in message.lower() or "could not set" in message.lower()
+    )
+
+
+def _holder(message: str) -> str:
+    match = re.search(r"held in (.+?) \(PID (\d+)\)", message)
+    return f"{match.group(1)} (PID {match.group(2)})" if match else "another process"
+
+
+def connect(
+    path: Path,
+    *,
+    read_only: bool = False,
+    wait_seconds: float | None = None,
+    on_wait: object = None,
+) -> duckdb.DuckDBPyConnection:
+    """Open ``path``, retrying while another process holds it, never creating it in read-only mode."""
+    import duckdb
+
+    wait = LOCK_WAIT_SECONDS if wait_seconds is None else wait_seconds
+    if read_only and not path.exists():
+        raise WarehouseError(f"no warehouse at {path}")
+    if path.exists() and path.is_dir():
+        raise WarehouseError(f"{path} is a directory, not a DuckDB file")
+    if not read_only:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait
+    delay = 0.05
+    told = False
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.Error as exc:
+            message = str(exc)
+            if _is_lock_error(message):
+                if time.monotonic() >= deadline:
+                    raise WarehouseLocked(
+                        f"{path} is busy: held by {_holder(message)} for more than {wait:.0f}s",
+                        hint="a refresh may be loading; try again shortly",
+                    ) from None
+                if callable(on_wait) and not told:
+                    on_wait(f"waiting for {path}: held by {_holder(message)}")
+                    told = True
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+                continue
+            if "not a valid DuckDB database" in message or "Serialization" in type(exc).__name__:
+                raise WarehouseError(
+                    f"{path} is not a costopt warehouse (not a valid DuckDB file); left untouched"
+                ) from None
+            raise WarehouseError(f"cannot open {path}: {message.splitlines()[0]}") from None
+
+
+def schema_version(con: duckdb.DuckDBPyConnection) -> int:
+    exists = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'"
+    ).fetchone()
+    if not exists or not exists[0]:
+        tables = con.execute("SELECT count(*) FROM information_schema.tables").fetchone()
+        if tables and tables[0]:
+            raise WarehouseError("the database has tables but no costopt schema record; refusing to touch it")
+        return 0
+    row = con.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> int:
+    """Bring the schema up to date in one transaction; refuse a database newer than this code."""
+    version = schema_version(con)
+    if version > LATEST:
+        raise WarehouseError(
+            f"the warehouse has schema version {version}, newer than this costopt understands ({LATEST})",
+            hint="upgrade costopt",
+        )
+    if version == LATEST:
+        return version
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations "
+            "(version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMPTZ)"
+        )
+        for number, name, sql in MIGRATIONS:
+            if number > version:
+                con.execute(sql)
+                con.execute(
+                    "INSERT INTO schema_migrations VALUES (?, ?, ?)", [number, name, datetime.now(UTC)]
+                )
+        if version == 0:
+            _load_gpus(con)
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    return LATEST
+
+
+def _load_gpus(con: duckdb.DuckDBPyConnection) -> None:
+    from warehouse.gpus import catalog
+
+    refresh_gpus(con, catalog().specs)
+
+
+def refresh_gpus(con: duckdb.DuckDBPyConnection, specs: list) -> None:  # type: ignore[type-arg]
+    """Replace the ``gpus`` reference table with the shipped one (it is reference data, not history)."""
+    con.execute("DELETE FROM gpus")
+    if not specs:
+        return
+    con.executemany(
+        "INSERT INTO gpus VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        [
+            [s.name, list(s.aliases), s.vendor, s.architecture, s.form_factor, s.memory_gb,
+             s.memory_bandwidth_gb_s, s.bf16_tflops, s.fp8_tflops, s.tdp_w, s.intra_node, s.interconnect,
+             s.purchase_price_usd, s.purchase_price_date, s.purchase_price_source, s.spec_source, s.notes]
+            for s in specs
+        ],
+    )  # fmt: skip
+
+
+def open_warehouse(
+    path: Path, *, read_only: bool = False, wait_seconds: float | None = None, on_wait: object = None
+) -> duckdb.DuckDBPyConnection:
+    """Open and (read-write only) migrate the warehouse. Read-only opens check the version instead."""
+    con = connect(path, read_only=read_only, wait_seconds=wait_seconds, on_wait=on_wait)
+    try:
+        if read_only:
+            version = schema_version(con)
+            if version > LATEST:
+                raise WarehouseError(
+                    f"the warehouse has schema version {version}, newer than this costopt understands ({LATEST})",
+                    hint="upgrade costopt",
+                )
+            if version < LATEST:
+                raise WarehouseError(f"the warehouse at {path} needs migrating; open it read-write once")
+        else:
+            migrate(con)
+    except Exception:
+        con.close()
+        raise
+    return con
+
+
+def has_prices(con: duckdb.DuckDBPyConnection) -> bool:
+    row = con.execute("SELECT count(*) FROM scrape_runs WHERE status = 'ok'").fetchone()
+    return bool(row and row[0])

@@ -1,0 +1,186 @@
+"""Numbered schema migrations, recorded in the database itself.
+
+Never edit a migration that has shipped: add the next one. A database whose recorded version is
+newer than the last migration here was written by a newer costopt, and is refused rather than
+misread.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (
+        1,
+        "initial schema",
+        """
+CREATE SEQUENCE offer_ids START 1;
+CREATE SEQUENCE run_ids START 1;
+
+CREATE TABLE gpus (
+    name VARCHAR PRIMARY KEY,
+    aliases VARCHAR[],
+    vendor VARCHAR,
+    architecture VARCHAR,
+    form_factor VARCHAR,
+    memory_gb DOUBLE,
+    memory_bandwidth_gb_s DOUBLE,
+    bf16_tflops DOUBLE,
+    fp8_tflops DOUBLE,
+    tdp_w DOUBLE,
+    intra_node VARCHAR,
+    interconnect VARCHAR,
+    purchase_price_usd DOUBLE,
+    purchase_price_date VARCHAR,
+    purchase_price_source VARCHAR,
+    spec_source VARCHAR,
+    notes VARCHAR
+);
+
+CREATE TABLE scrape_runs (
+    run_id BIGINT PRIMARY KEY,
+    provider VARCHAR NOT NULL,
+    mode VARCHAR NOT NULL,               -- live | replay | snapshot
+    started_at TIMESTAMPTZ NOT NULL,
+    finished_at TIMESTAMPTZ,
+    observed_at TIMESTAMPTZ,             -- when the prices were fetched (recorded time on replay)
+    status VARCHAR NOT NULL,             -- ok | failed | skipped
+    offers INTEGER DEFAULT 0,
+    prices_changed INTEGER DEFAULT 0,
+    prices_closed INTEGER DEFAULT 0,
+    unknown_items INTEGER DEFAULT 0,
+    flags INTEGER DEFAULT 0,
+    bytes_downloaded BIGINT DEFAULT 0,
+    seconds DOUBLE,
+    error VARCHAR,
+    source_urls VARCHAR[],
+    parser_version VARCHAR,
+    notes VARCHAR
+);
+
+CREATE TABLE raw_payloads (
+    run_id BIGINT NOT NULL,
+    url VARCHAR NOT NULL,
+    fetched_at TIMESTAMPTZ NOT NULL,
+    status INTEGER NOT NULL,
+    sha256 VARCHAR,
+    bytes BIGINT,
+    path VARCHAR,
+    not_modified BOOLEAN DEFAULT false
+);
+
+CREATE TABLE offers (
+    offer_id BIGINT PRIMARY KEY DEFAULT nextval('offer_ids'),
+    provider VARCHAR NOT NULL,
+    region VARCHAR NOT NULL,
+    instance_type VARCHAR NOT NULL,
+    gpu VARCHAR NOT NULL,
+    gpu_count DOUBLE NOT NULL,
+    vcpus INTEGER,
+    memory_gib DOUBLE,
+    first_seen TIMESTAMPTZ NOT NULL,
+    UNIQUE (provider, region, instance_type)
+);
+
+-- Price history as intervals: a new row only when the price changes or the offer reappears.
+CREATE TABLE prices (
+    offer_id BIGINT NOT NULL,
+    pricing VARCHAR NOT NULL,
+    usd_per_hour DOUBLE NOT NULL,
+    valid_from TIMESTAMPTZ NOT NULL,
+    valid_to TIMESTAMPTZ,                -- NULL while the price is current
+    last_seen TIMESTAMPTZ NOT NULL,      -- the last run that confirmed it
+    first_run BIGINT NOT NULL,
+    last_run BIGINT NOT NULL,
+    source VARCHAR
+);
+
+-- Marketplace distributions (Vast.ai): one row per group and run.
+CREATE TABLE market_stats (
+    run_id BIGINT NOT NULL,
+    offer_id BIGINT NOT NULL,
+    pricing VARCHAR NOT NULL,
+    observed_at TIMESTAMPTZ NOT NULL,
+    offer_count INTEGER NOT NULL,
+    min_usd DOUBLE, p10_usd DOUBLE, median_usd DOUBLE, max_usd DOUBLE
+);
+
+CREATE TABLE spot_risk (
+    provider VARCHAR NOT NULL,
+    region VARCHAR NOT NULL,
+    instance_type VARCHAR NOT NULL,
+    savings_pct DOUBLE,
+    bucket INTEGER,
+    label VARCHAR,
+    interruption_pct_min DOUBLE,
+    interruption_pct_max DOUBLE,
+    observed_at TIMESTAMPTZ,
+    run_id BIGINT,
+    source VARCHAR,
+    PRIMARY KEY (provider, region, instance_type)
+);
+
+-- Moves of more than the flag threshold against the last observation: loaded, and flagged.
+CREATE TABLE price_flags (
+    run_id BIGINT NOT NULL,
+    offer_id BIGINT NOT NULL,
+    pricing VARCHAR NOT NULL,
+    old_usd DOUBLE,
+    new_usd DOUBLE,
+    change_pct DOUBLE,
+    kind VARCHAR
+);
+
+-- Conditional-GET validators and provider change markers, kept from the last successful run.
+CREATE TABLE http_validators (
+    provider VARCHAR NOT NULL,
+    url VARCHAR NOT NULL,
+    etag VARCHAR,
+    last_modified VARCHAR,
+    updated_at TIMESTAMPTZ,
+    PRIMARY KEY (provider, url)
+);
+CREATE TABLE provider_state (
+    provider VARCHAR NOT NULL,
+    key VARCHAR NOT NULL,
+    value VARCHAR,
+    updated_at TIMESTAMPTZ,
+    PRIMARY KEY (provider, key)
+);
+
+CREATE VIEW price_history AS
+SELECT o.provider, o.region, o.instance_type, o.gpu, o.gpu_count, p.pricing,
+       p.usd_per_hour, p.usd_per_hour / o.gpu_count AS usd_per_gpu_hour,
+       p.valid_from, p.valid_to, p.last_seen, p.source, o.offer_id, p.first_run, p.last_run
+FROM prices p JOIN offers o USING (offer_id);
+
+CREATE VIEW current_prices AS
+SELECT provider, region, instance_type, gpu, gpu_count, pricing, usd_per_hour, usd_per_gpu_hour,
+       last_seen AS observed_at, valid_from AS price_since,
+       round(epoch(now() - last_seen) / 3600.0, 2) AS age_hours, source, offer_id
+FROM price_history WHERE valid_to IS NULL;
+
+CREATE MACRO prices_as_of(ts) AS TABLE
+SELECT * FROM price_history
+WHERE valid_from <= ts::TIMESTAMPTZ AND (valid_to IS NULL OR valid_to > ts::TIMESTAMPTZ);
+
+CREATE VIEW gpu_hourly AS
+SELECT h.gpu, h.provider, h.pricing, d.day::DATE AS day,
+       min(h.usd_per_gpu_hour) AS min_usd_per_gpu_hour,
+       median(h.usd_per_gpu_hour) AS median_usd_per_gpu_hour,
+       max(h.usd_per_gpu_hour) AS max_usd_per_gpu_hour,
+       count(DISTINCT h.offer_id) AS offers
+FROM price_history h,
+     LATERAL (SELECT unnest(generate_series(date_trunc('day', h.valid_from),
+                                            date_trunc('day', coalesce(h.valid_to, h.last_seen)),
+                                            INTERVAL 1 DAY)) AS day) d
+GROUP BY ALL;
+
+CREATE VIEW market_current AS
+SELECT o.provider, o.region, o.instance_type, o.gpu, o.gpu_count, m.pricing, m.observed_at,
+       m.offer_count, m.min_usd, m.p10_usd, m.median_usd, m.max_usd
+FROM market_stats m JOIN offers o USING (offer_id)
+WHERE m.run_id = (SELECT max(run_id) FROM market_stats m2 WHERE m2.offer_id = m.offer_id);
+""",
+    ),
+]
+
+LATEST = MIGRATIONS[-1][0]
