@@ -40,9 +40,7 @@ def user_agent() -> str:
     return f"costopt/{v} (+https://github.com/costopt/costopt)"
 
 
-def make_client(
-    *, timeout: float = 30.0, transport: httpx.AsyncBaseTransport | None = None
-) -> httpx.AsyncClient:
+def make_client(*, timeout: float = 30.0, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
     """The project's HTTP client: explicit timeouts, our User-Agent, gzip, proxies from the env."""
     return httpx.AsyncClient(
         timeout=httpx.Timeout(timeout, connect=10.0),
@@ -129,9 +127,14 @@ class Fetcher:
         to_file: bool = False,
     ) -> RawPayload:
         return await self.request(
-            "GET", url, params=params, headers=headers, conditional=conditional,
-            scope=scope, to_file=to_file,
-        )  # fmt: skip
+            "GET",
+            url,
+            params=params,
+            headers=headers,
+            conditional=conditional,
+            scope=scope,
+            to_file=to_file,
+        )
 
     async def post(
         self,
@@ -182,9 +185,7 @@ class Fetcher:
                 await self.sleep(self.retry.delay(attempt, exc.retry_after))
         raise AssertionError("unreachable")
 
-    async def _once(
-        self, request: httpx.Request, url: str, scope: tuple[str, ...], to_file: bool
-    ) -> RawPayload:
+    async def _once(self, request: httpx.Request, url: str, scope: tuple[str, ...], to_file: bool) -> RawPayload:
         fetched_at = self.clock()
         try:
             response = await self.client.send(request, stream=True)
@@ -202,9 +203,14 @@ class Fetcher:
                 self.urls.append(url)
                 self._keep_validators(url, response)
                 return RawPayload(
-                    url=url, fetched_at=fetched_at, status=304, method=request.method,
-                    not_modified=True, scope=scope, headers=dict(response.headers),
-                )  # fmt: skip
+                    url=url,
+                    fetched_at=fetched_at,
+                    status=304,
+                    method=request.method,
+                    not_modified=True,
+                    scope=scope,
+                    headers=dict(response.headers),
+                )
             if response.status_code >= 400:
                 raise ProviderError(f"{self.provider}: HTTP {response.status_code} from {url}")
             body, path = await self._read_body(response, url, to_file)
@@ -229,13 +235,14 @@ class Fetcher:
             headers=dict(response.headers),
         )
 
-    async def _read_body(
-        self, response: httpx.Response, url: str, to_file: bool
-    ) -> tuple[bytes, Path | None]:
+    async def _read_body(self, response: httpx.Response, url: str, to_file: bool) -> tuple[bytes, Path | None]:
         cap = self.max_file_bytes if to_file else self.max_body_bytes
         declared = response.headers.get("Content-Length")
-        if declared and declared.isdigit() and int(declared) > cap and "gzip" not in (
-            response.headers.get("Content-Encoding") or ""
+        if (
+            declared
+            and declared.isdigit()
+            and int(declared) > cap
+            and "gzip" not in (response.headers.get("Content-Encoding") or "")
         ):
             raise ProviderError(f"{self.provider}: {url} is {int(declared)} bytes, over the {cap}-byte cap")
         size = 0

@@ -23,9 +23,7 @@ LOCK_WAIT_SECONDS = 30.0
 
 
 def _is_lock_error(message: str) -> bool:
-    return "lock" in message.lower() and (
-        "conflicting" in message.lower() or "could not set" in message.lower()
-    )
+    return "lock" in message.lower() and ("conflicting" in message.lower() or "could not set" in message.lower())
 
 
 def _holder(message: str) -> str:
@@ -109,9 +107,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
         for number, name, sql in MIGRATIONS:
             if number > version:
                 con.execute(sql)
-                con.execute(
-                    "INSERT INTO schema_migrations VALUES (?, ?, ?)", [number, name, datetime.now(UTC)]
-                )
+                con.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", [number, name, datetime.now(UTC)])
         if version == 0:
             _load_gpus(con)
         con.execute("COMMIT")
@@ -135,12 +131,28 @@ def refresh_gpus(con: duckdb.DuckDBPyConnection, specs: list) -> None:  # type: 
     con.executemany(
         "INSERT INTO gpus VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         [
-            [s.name, list(s.aliases), s.vendor, s.architecture, s.form_factor, s.memory_gb,
-             s.memory_bandwidth_gb_s, s.bf16_tflops, s.fp8_tflops, s.tdp_w, s.intra_node, s.interconnect,
-             s.purchase_price_usd, s.purchase_price_date, s.purchase_price_source, s.spec_source, s.notes]
+            [
+                s.name,
+                list(s.aliases),
+                s.vendor,
+                s.architecture,
+                s.form_factor,
+                s.memory_gb,
+                s.memory_bandwidth_gb_s,
+                s.bf16_tflops,
+                s.fp8_tflops,
+                s.tdp_w,
+                s.intra_node,
+                s.interconnect,
+                s.purchase_price_usd,
+                s.purchase_price_date,
+                s.purchase_price_source,
+                s.spec_source,
+                s.notes,
+            ]
             for s in specs
         ],
-    )  # fmt: skip
+    )
 
 
 def open_warehouse(

@@ -16,11 +16,24 @@ from importlib import resources
 from warehouse.errors import UnknownGpu
 
 CSV_COLUMNS = (
-    "name", "aliases", "vendor", "architecture", "form_factor", "memory_gb",
-    "memory_bandwidth_gb_s", "bf16_tflops", "fp8_tflops", "tdp_w", "intra_node",
-    "interconnect", "purchase_price_usd", "purchase_price_date", "purchase_price_source",
-    "spec_source", "notes",
-)  # fmt: skip
+    "name",
+    "aliases",
+    "vendor",
+    "architecture",
+    "form_factor",
+    "memory_gb",
+    "memory_bandwidth_gb_s",
+    "bf16_tflops",
+    "fp8_tflops",
+    "tdp_w",
+    "intra_node",
+    "interconnect",
+    "purchase_price_usd",
+    "purchase_price_date",
+    "purchase_price_source",
+    "spec_source",
+    "notes",
+)
 INTRA_NODE_KINDS = ("nvlink", "nvlink_pair", "infinity_fabric", "pcie")
 
 

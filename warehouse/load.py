@@ -91,9 +91,20 @@ def record_failure(
     con.execute(
         "INSERT INTO scrape_runs (run_id, provider, mode, started_at, finished_at, status, error, seconds, "
         "bytes_downloaded, source_urls, parser_version) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-        [run_id, provider, mode, started_at, datetime.now(UTC), status, error, seconds, bytes_downloaded,
-         list(source_urls), parser_version],
-    )  # fmt: skip
+        [
+            run_id,
+            provider,
+            mode,
+            started_at,
+            datetime.now(UTC),
+            status,
+            error,
+            seconds,
+            bytes_downloaded,
+            list(source_urls),
+            parser_version,
+        ],
+    )
     return run_id
 
 
@@ -102,9 +113,23 @@ def _stage(con: duckdb.DuckDBPyConnection, records: list[PriceRecord]) -> None:
 
     columns: dict[str, list[object]] = {
         k: []
-        for k in ("region", "instance_type", "gpu", "gpu_count", "vcpus", "memory_gib", "pricing",
-                  "usd_per_hour", "source", "offer_count", "min_usd", "p10_usd", "median_usd", "max_usd")
-    }  # fmt: skip
+        for k in (
+            "region",
+            "instance_type",
+            "gpu",
+            "gpu_count",
+            "vcpus",
+            "memory_gib",
+            "pricing",
+            "usd_per_hour",
+            "source",
+            "offer_count",
+            "min_usd",
+            "p10_usd",
+            "median_usd",
+            "max_usd",
+        )
+    }
     for r in records:
         columns["region"].append(r.region)
         columns["instance_type"].append(r.instance_type)
@@ -122,12 +147,23 @@ def _stage(con: duckdb.DuckDBPyConnection, records: list[PriceRecord]) -> None:
         columns["median_usd"].append(s.median if s else None)
         columns["max_usd"].append(s.max if s else None)
     schema = pa.schema(
-        [("region", pa.string()), ("instance_type", pa.string()), ("gpu", pa.string()),
-         ("gpu_count", pa.float64()), ("vcpus", pa.int64()), ("memory_gib", pa.float64()),
-         ("pricing", pa.string()), ("usd_per_hour", pa.float64()), ("source", pa.string()),
-         ("offer_count", pa.int64()), ("min_usd", pa.float64()), ("p10_usd", pa.float64()),
-         ("median_usd", pa.float64()), ("max_usd", pa.float64())]
-    )  # fmt: skip
+        [
+            ("region", pa.string()),
+            ("instance_type", pa.string()),
+            ("gpu", pa.string()),
+            ("gpu_count", pa.float64()),
+            ("vcpus", pa.int64()),
+            ("memory_gib", pa.float64()),
+            ("pricing", pa.string()),
+            ("usd_per_hour", pa.float64()),
+            ("source", pa.string()),
+            ("offer_count", pa.int64()),
+            ("min_usd", pa.float64()),
+            ("p10_usd", pa.float64()),
+            ("median_usd", pa.float64()),
+            ("max_usd", pa.float64()),
+        ]
+    )
     table = pa.Table.from_pydict(columns, schema=schema)
     con.register("_stage_arrow", table)
     con.execute("CREATE OR REPLACE TEMP TABLE _stage AS SELECT * FROM _stage_arrow")
@@ -167,10 +203,17 @@ def _load(con: duckdb.DuckDBPyConnection, run: RunRecord) -> LoadSummary:
         held = f"{newest[0]:%Y-%m-%d %H:%M}"
         note = f"not loaded: recorded {obs:%Y-%m-%d %H:%M} UTC, older than prices already held ({held})"
         run_id = record_failure(
-            con, provider=provider, mode=run.mode, started_at=run.started_at, error=note, status="skipped",
-            seconds=run.seconds, bytes_downloaded=run.bytes_downloaded, source_urls=run.source_urls,
+            con,
+            provider=provider,
+            mode=run.mode,
+            started_at=run.started_at,
+            error=note,
+            status="skipped",
+            seconds=run.seconds,
+            bytes_downloaded=run.bytes_downloaded,
+            source_urls=run.source_urls,
             parser_version=run.parser_version,
-        )  # fmt: skip
+        )
         return LoadSummary(run_id, "skipped", 0, 0, 0, 0, note)
 
     run_id = _next_run_id(con)
@@ -265,9 +308,23 @@ def _load(con: duckdb.DuckDBPyConnection, run: RunRecord) -> LoadSummary:
     if run.spot_risk:
         con.executemany(
             "INSERT OR REPLACE INTO spot_risk VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            [[s.provider, s.region, s.instance_type, s.savings_pct, s.bucket, s.label, s.interruption_pct_min,
-              s.interruption_pct_max, s.observed_at, run_id, s.source] for s in run.spot_risk],
-        )  # fmt: skip
+            [
+                [
+                    s.provider,
+                    s.region,
+                    s.instance_type,
+                    s.savings_pct,
+                    s.bucket,
+                    s.label,
+                    s.interruption_pct_min,
+                    s.interruption_pct_max,
+                    s.observed_at,
+                    run_id,
+                    s.source,
+                ]
+                for s in run.spot_risk
+            ],
+        )
     if run.validators:
         con.executemany(
             "INSERT OR REPLACE INTO http_validators VALUES (?,?,?,?,?)",
@@ -281,10 +338,7 @@ def _load(con: duckdb.DuckDBPyConnection, run: RunRecord) -> LoadSummary:
     if run.raw:
         con.executemany(
             "INSERT INTO raw_payloads VALUES (?,?,?,?,?,?,?,?)",
-            [
-                [run_id, r.url, r.fetched_at, r.status, r.sha256, r.bytes, r.path, r.not_modified]
-                for r in run.raw
-            ],
+            [[run_id, r.url, r.fetched_at, r.status, r.sha256, r.bytes, r.path, r.not_modified] for r in run.raw],
         )
     n_flags = int(flags[0]) if flags else 0
     changed = (int(changed_row[0]) if changed_row else 0) + (int(new_row[0]) if new_row else 0)
@@ -294,10 +348,25 @@ def _load(con: duckdb.DuckDBPyConnection, run: RunRecord) -> LoadSummary:
         """INSERT INTO scrape_runs (run_id, provider, mode, started_at, finished_at, observed_at, status, offers,
            prices_changed, prices_closed, unknown_items, flags, bytes_downloaded, seconds, error, source_urls,
            parser_version, notes) VALUES (?,?,?,?,?,?,'ok',?,?,?,?,?,?,?,NULL,?,?,?)""",
-        [run_id, provider, run.mode, run.started_at, datetime.now(UTC), obs, offers, changed, closed,
-         run.unknown_items, n_flags, run.bytes_downloaded, run.seconds, run.source_urls, run.parser_version,
-         run.notes],
-    )  # fmt: skip
+        [
+            run_id,
+            provider,
+            run.mode,
+            run.started_at,
+            datetime.now(UTC),
+            obs,
+            offers,
+            changed,
+            closed,
+            run.unknown_items,
+            n_flags,
+            run.bytes_downloaded,
+            run.seconds,
+            run.source_urls,
+            run.parser_version,
+            run.notes,
+        ],
+    )
     for temp in ("_stage", "_obs", "_open", "_carried"):
         con.execute(f"DROP TABLE IF EXISTS {temp}")
     return LoadSummary(run_id, "ok", offers, changed, closed, n_flags, run.notes)
@@ -313,7 +382,5 @@ def last_validators(
             "SELECT url, etag, last_modified FROM http_validators WHERE provider = ?", [provider]
         ).fetchall()
     }
-    state = dict(
-        con.execute("SELECT key, value FROM provider_state WHERE provider = ?", [provider]).fetchall()
-    )
+    state = dict(con.execute("SELECT key, value FROM provider_state WHERE provider = ?", [provider]).fetchall())
     return validators, state

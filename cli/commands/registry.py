@@ -12,6 +12,11 @@ from typing import Any
 
 _TABLE: list[tuple[str, str]] = [
     # (command name, "module:function")
+    ("prices", "prices:prices_command"),
+    ("history", "history:history_command"),
+    ("sql", "sql:sql_command"),
+    ("refresh", "refresh:refresh_command"),
+    ("runs", "runs:runs_command"),
 ]
 
 

@@ -1,0 +1,70 @@
+"""Read-side queries shared by the CLI and the optimizer (plain SQL over the public views)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from warehouse.errors import UsageError
+
+if TYPE_CHECKING:
+    import duckdb
+
+
+def canonical_gpus(names: list[str] | None) -> list[str] | None:
+    """Resolve user GPU names and aliases; an unknown one raises UnknownGpu listing the known names."""
+    if not names:
+        return None
+    from warehouse.gpus import catalog
+
+    return sorted({catalog().resolve(name).name for name in names})
+
+
+def _check_known(con: duckdb.DuckDBPyConnection, column: str, values: list[str] | None) -> None:
+    if not values:
+        return
+    known = [r[0] for r in con.execute(f"SELECT DISTINCT {column} FROM offers ORDER BY 1").fetchall()]
+    unknown = [v for v in values if v not in known]
+    if unknown:
+        raise UsageError(f"unknown {column} {', '.join(unknown)}; known: {', '.join(known)}")
+
+
+def rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+    cursor = con.execute(sql, params or [])
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def current_prices(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    gpus: list[str] | None = None,
+    providers: list[str] | None = None,
+    regions: list[str] | None = None,
+    spot: bool | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    where, params = ["true"], []
+    canonical = canonical_gpus(gpus)
+    if canonical:
+        where.append(f"gpu IN ({','.join('?' * len(canonical))})")
+        params += canonical
+    _check_known(con, "provider", providers)
+    if providers:
+        where.append(f"provider IN ({','.join('?' * len(providers))})")
+        params += providers
+    _check_known(con, "region", regions)
+    if regions:
+        where.append(f"region IN ({','.join('?' * len(regions))})")
+        params += regions
+    if spot is True:
+        where.append("pricing IN ('spot', 'interruptible')")
+    elif spot is False:
+        where.append("pricing = 'on_demand'")
+    sql = (
+        "SELECT provider, region, instance_type, gpu, gpu_count, pricing, usd_per_hour, usd_per_gpu_hour, "
+        f"observed_at, age_hours, source FROM current_prices WHERE {' AND '.join(where)} "
+        "ORDER BY usd_per_gpu_hour, usd_per_hour, provider, region, instance_type"
+    )
+    if limit:
+        sql += f" LIMIT {int(limit)}"
+    return rows(con, sql, params)

@@ -1,0 +1,35 @@
+"""Read-only SQL for users: the connection is read-only and cannot reach other files either."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from warehouse.errors import UsageError
+
+if TYPE_CHECKING:
+    import duckdb
+
+
+def run_read_only(con: duckdb.DuckDBPyConnection, query: str) -> tuple[list[str], list[dict[str, Any]]]:
+    """Run ``query`` on a read-only connection; any write, ATTACH or COPY is refused."""
+    import duckdb
+
+    if not query.strip():
+        raise UsageError("empty SQL query")
+    # the file is opened read-only; also forbid reaching other files (ATTACH ... , COPY ... TO)
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+    try:
+        cursor = con.execute(query)
+        if cursor.description is None:
+            return [], []
+        columns = [d[0] for d in cursor.description]
+        data = cursor.fetchall()
+    except duckdb.Error as exc:
+        message = str(exc).splitlines()[0]
+        if "read-only" in message or "read only" in message:
+            raise UsageError(f"costopt sql is read-only: {message}") from None
+        if "external access" in message or "lock_configuration" in message or "locked" in message:
+            raise UsageError(f"costopt sql cannot reach other files or settings: {message}") from None
+        raise UsageError(f"SQL error: {message}") from None
+    return columns, [dict(zip(columns, row, strict=True)) for row in data]
