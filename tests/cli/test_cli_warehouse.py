@@ -1,0 +1,158 @@
+"""The warehouse commands end to end: values in their output, one-line errors, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import timedelta
+
+import pytest
+
+from tests.conftest import REPO, T0
+from warehouse.db import open_warehouse
+from warehouse.load import RunRecord, load_run
+
+
+def costopt(*args: str, env_db=None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "from cli.app import main; main()", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def seeded(db_path, make_record):
+    """A warehouse with two nights of AWS and Lambda prices (no bundled snapshot involved)."""
+    con = open_warehouse(db_path)
+    day = timedelta(days=1)
+    for at, p5 in ((T0, 98.32), (T0 + day, 55.04)):
+        load_run(
+            con,
+            RunRecord(
+                "aws",
+                "live",
+                at,
+                at,
+                prices=[
+                    make_record("p5.48xlarge", p5, at=at),
+                    make_record("p5.48xlarge", 30.0, pricing="spot", at=at),
+                    make_record("g6.xlarge", 0.8048, gpu="L4", gpu_count=1, at=at),
+                ],
+            ),
+        )
+        load_run(
+            con,
+            RunRecord(
+                "lambda",
+                "live",
+                at,
+                at,
+                prices=[
+                    make_record("gpu_8x_h100_sxm5", 23.92, provider="lambda", region="us", at=at),
+                ],
+            ),
+        )
+    con.close()
+    return db_path
+
+
+def test_prices_json_is_sorted_cheapest_gpu_hour_first_with_values(seeded):
+    out = costopt("prices", "--db", str(seeded), "--gpu", "h100", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert [(r["provider"], r["instance_type"], r["pricing"]) for r in rows] == [
+        ("lambda", "gpu_8x_h100_sxm5", "lambda" and "on_demand"),
+        ("aws", "p5.48xlarge", "spot"),
+        ("aws", "p5.48xlarge", "on_demand"),
+    ]
+    assert rows[0]["usd_per_gpu_hour"] == pytest.approx(2.99)
+    assert rows[2]["usd_per_hour"] == pytest.approx(55.04)
+    assert rows[2]["usd_per_gpu_hour"] == pytest.approx(6.88)
+    assert rows[2]["source"].startswith("https://")
+
+
+def test_prices_filters_spot_and_provider(seeded):
+    out = costopt("prices", "--db", str(seeded), "--spot", "--format", "csv")
+    lines = out.stdout.strip().splitlines()
+    assert lines[0].startswith("provider,region,instance_type,gpu,gpu_count,pricing,usd_per_hour")
+    assert len(lines) == 2 and ",spot," in lines[1] and ",30.0," in lines[1]
+
+
+def test_prices_table_shows_the_price_and_its_origin(seeded):
+    out = costopt("prices", "--db", str(seeded), "--provider", "aws")
+    assert out.returncode == 0
+    assert "p5.48xlarge" in out.stdout and "55.04" in out.stdout and "6.880" in out.stdout
+    assert "live, 2 providers, as of 2026-11-02 03:00 UTC" in out.stdout.replace("\n", " ") or "live" in out.stdout
+
+
+def test_unknown_gpu_lists_the_known_ones(seeded):
+    out = costopt("prices", "--db", str(seeded), "--gpu", "H1000")
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1
+    assert "unknown GPU 'H1000'" in out.stderr and "H100-SXM" in out.stderr and "A100-80GB" in out.stderr
+
+
+def test_unknown_provider_is_one_line(seeded):
+    out = costopt("prices", "--db", str(seeded), "--provider", "oracle")
+    assert out.returncode == 2 and "unknown provider oracle; known: aws, lambda" in out.stderr
+
+
+def test_sql_reads_and_refuses_writes(seeded):
+    out = costopt("sql", "--db", str(seeded), "SELECT count(*) AS n FROM price_history", "--format", "json")
+    assert json.loads(out.stdout) == [{"n": 6}]
+    for statement in (
+        "DELETE FROM prices",
+        "CREATE TABLE x (a INT)",
+        "ATTACH 'other.duckdb' AS o",
+        "COPY prices TO 'out.csv'",
+    ):
+        bad = costopt("sql", "--db", str(seeded), statement)
+        assert bad.returncode != 0, statement
+        assert bad.stderr.startswith("costopt: error:") and bad.stderr.count("\n") == 1
+    assert costopt("sql", "--db", str(seeded), "SELECT count(*) AS n FROM prices", "-f", "csv").stdout == "n\n6\n"
+
+
+def test_bad_sql_gives_duckdb_message(seeded):
+    out = costopt("sql", "--db", str(seeded), "SELEC 1")
+    assert out.returncode != 0 and "syntax error" in out.stderr.lower()
+
+
+def test_history_summary_values(seeded):
+    out = costopt("history", "--db", str(seeded), "--gpu", "H100", "--since", "2026-10-01", "--format", "json")
+    daily = json.loads(out.stdout)
+    aws = [r for r in daily if r["provider"] == "aws" and r["pricing"] == "on_demand"]
+    assert [round(r["min_usd_per_gpu_hour"], 3) for r in aws] == [12.29, 6.88]
+
+
+def test_history_rejects_a_bad_period(seeded):
+    out = costopt("history", "--db", str(seeded), "--gpu", "H100", "--since", "yesterday")
+    assert out.returncode == 2 and "90d" in out.stderr
+
+
+def test_runs_lists_the_log(seeded):
+    out = costopt("runs", "--db", str(seeded), "--format", "json")
+    runs = json.loads(out.stdout)
+    assert len(runs) == 4 and {r["status"] for r in runs} == {"ok"}
+    assert runs[0]["provider"] == "lambda"
+
+
+def test_corrupt_database_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.duckdb"
+    bad.write_text("this is not a database\n" * 100)
+    out = costopt("prices", "--db", str(bad))
+    assert out.returncode == 1
+    assert "not a costopt warehouse" in out.stderr and "Traceback" not in out.stderr
+    assert bad.read_text() == "this is not a database\n" * 100
+
+
+def test_every_command_has_help():
+    from cli.commands.registry import COMMANDS
+
+    for name, function in COMMANDS:
+        assert function.__doc__, name
+        out = costopt(name, "--help")
+        assert out.returncode == 0 and "Usage" in out.stdout, name

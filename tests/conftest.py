@@ -1,0 +1,56 @@
+"""Shared fixtures: a fresh warehouse file and a factory for price records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from warehouse.records import PriceRecord
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared" / "reference"
+T0 = datetime(2026, 11, 1, 3, 0, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test may touch the user's real warehouse."""
+    data = tmp_path_factory.mktemp("costopt-data")
+    monkeypatch.setenv("COSTOPT_DATA_DIR", str(data))
+    monkeypatch.delenv("COSTOPT_DB", raising=False)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "wh.duckdb"
+
+
+@pytest.fixture
+def make_record() -> Callable[..., PriceRecord]:
+    def make(
+        instance_type: str = "p5.48xlarge",
+        usd: float = 55.04,
+        *,
+        provider: str = "aws",
+        region: str = "us-east-1",
+        gpu: str = "H100-SXM",
+        gpu_count: float = 8,
+        pricing: str = "on_demand",
+        at: datetime = T0,
+    ) -> PriceRecord:
+        return PriceRecord(
+            provider=provider,
+            region=region,
+            instance_type=instance_type,
+            gpu=gpu,
+            gpu_count=gpu_count,
+            pricing=pricing,  # type: ignore[arg-type]
+            usd_per_hour=usd,
+            source=f"https://example.test/{provider}",
+            observed_at=at,
+        )
+
+    return make
