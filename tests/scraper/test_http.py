@@ -1,0 +1,123 @@
+"""The one HTTP client: retries, Retry-After, size cap, conditional GET, credentials kept out of URLs."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+import respx
+
+from scraper.http import Fetcher, RetryPolicy, Validators, make_client, parse_retry_after, user_agent
+from warehouse.errors import ProviderError, TransientProviderError
+
+URL = "https://prices.example.test/api/items"
+
+
+def fetcher(**kwargs) -> tuple[Fetcher, list[float]]:
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    kwargs.setdefault("retry", RetryPolicy(attempts=3, base_seconds=1.0))
+    return Fetcher(client=make_client(), provider="test", sleep=sleep, **kwargs), slept
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@respx.mock
+def test_429_then_200_honours_retry_after():
+    route = respx.get(URL).mock(
+        side_effect=[httpx.Response(429, headers={"Retry-After": "7"}), httpx.Response(200, json={"ok": 1})]
+    )
+    f, slept = fetcher()
+    payload = run(f.get(URL))
+    assert payload.status == 200 and payload.body == b'{"ok":1}'
+    assert slept == [7.0] and route.call_count == 2
+
+
+@respx.mock
+def test_5xx_exhausted_is_transient_with_the_url():
+    respx.get(URL).mock(return_value=httpx.Response(503))
+    f, slept = fetcher()
+    with pytest.raises(TransientProviderError, match=r"HTTP 503 from https://prices.example.test/api/items after 3"):
+        run(f.get(URL))
+    assert len(slept) == 2 and all(0.5 <= s <= 4.0 for s in slept)  # exponential backoff with jitter
+
+
+@respx.mock
+def test_timeout_is_retried_then_reported():
+    respx.get(URL).mock(side_effect=httpx.ReadTimeout("slow"))
+    f, _ = fetcher()
+    with pytest.raises(TransientProviderError, match="timeout"):
+        run(f.get(URL))
+
+
+@respx.mock
+def test_404_is_terminal_without_retry():
+    route = respx.get(URL).mock(return_value=httpx.Response(404))
+    f, slept = fetcher()
+    with pytest.raises(ProviderError, match="HTTP 404"):
+        run(f.get(URL))
+    assert route.call_count == 1 and slept == []
+
+
+@respx.mock
+def test_size_cap():
+    respx.get(URL).mock(return_value=httpx.Response(200, content=b"x" * 5000))
+    f, _ = fetcher(max_body_bytes=1000)
+    with pytest.raises(ProviderError, match="cap"):
+        run(f.get(URL))
+
+
+@respx.mock
+def test_conditional_get_sends_validators_and_reports_304():
+    route = respx.get(URL).mock(return_value=httpx.Response(304, headers={"ETag": '"v1"'}))
+    f, _ = fetcher(validators={URL: Validators(etag='"v1"', last_modified="Wed, 18 Nov 2026 03:00:00 GMT")})
+    payload = run(f.get(URL, conditional=True, scope=("us-east-1", "on_demand")))
+    request = route.calls.last.request
+    assert request.headers["If-None-Match"] == '"v1"'
+    assert request.headers["If-Modified-Since"] == "Wed, 18 Nov 2026 03:00:00 GMT"
+    assert payload.not_modified and payload.body == b"" and payload.scope == ("us-east-1", "on_demand")
+    assert f.bytes_downloaded == 0 and f.new_validators[URL].etag == '"v1"'
+
+
+@respx.mock
+def test_new_validators_are_kept_and_bytes_counted():
+    respx.get(URL).mock(return_value=httpx.Response(200, content=b"abc", headers={"ETag": '"v2"'}))
+    f, _ = fetcher()
+    run(f.get(URL, conditional=True))
+    assert f.new_validators[URL].etag == '"v2"' and f.bytes_downloaded == 3
+
+
+@respx.mock
+def test_stream_to_file(tmp_path):
+    respx.get(URL).mock(return_value=httpx.Response(200, content=b"a,b\n1,2\n"))
+    f, _ = fetcher(workdir=tmp_path)
+    payload = run(f.get(URL, to_file=True))
+    assert payload.body == b"" and payload.path is not None and payload.path.read_bytes() == b"a,b\n1,2\n"
+
+
+@respx.mock
+def test_api_key_is_sent_but_not_stored():
+    route = respx.get(URL).mock(return_value=httpx.Response(200, json={}))
+    f, _ = fetcher()
+    payload = run(f.get(URL, params={"key": "SECRET", "pageSize": 5000}))
+    assert "key=SECRET" in str(route.calls.last.request.url)
+    assert "SECRET" not in payload.url and "pageSize=5000" in payload.url and "SECRET" not in str(f.urls)
+
+
+def test_user_agent_names_costopt():
+    assert user_agent().startswith("costopt/")
+    assert make_client().headers["User-Agent"] == user_agent()
+
+
+def test_retry_after_http_date():
+    now = datetime(2026, 11, 20, 3, 0, tzinfo=UTC)
+    later = (now + timedelta(seconds=30)).strftime("%a, %d %b %Y %H:%M:%S GMT")
+    assert parse_retry_after(later, now) == pytest.approx(30)
+    assert parse_retry_after("garbage") is None
