@@ -29,7 +29,7 @@ def _sha256_file(path: Path) -> str:
 def store(root: Path, payload: RawPayload) -> RawRow:
     """Write ``payload`` under ``root`` (atomically: ``.part`` then rename) and describe it."""
     if payload.not_modified:
-        return RawRow(payload.url, payload.fetched_at, payload.status, None, 0, None, True)
+        return RawRow(payload.url, payload.fetched_at, payload.status, None, 0, None, True, payload.scope)
     if payload.path is not None:
         sha = _sha256_file(payload.path)
         target = root / sha[:2] / f"{sha}.raw"
@@ -38,7 +38,9 @@ def store(root: Path, payload: RawPayload) -> RawRow:
             part = target.with_suffix(".part")
             shutil.copyfile(payload.path, part)
             os.replace(part, target)
-        return RawRow(payload.url, payload.fetched_at, payload.status, sha, payload.size, str(target), False)
+        return RawRow(
+            payload.url, payload.fetched_at, payload.status, sha, payload.size, str(target), False, payload.scope
+        )
     sha = hashlib.sha256(payload.body).hexdigest()
     target = root / sha[:2] / (f"{sha}.gz" if len(payload.body) < COMPRESS_BELOW else f"{sha}.raw")
     if not target.exists():
@@ -50,7 +52,9 @@ def store(root: Path, payload: RawPayload) -> RawRow:
         else:
             part.write_bytes(payload.body)
         os.replace(part, target)
-    return RawRow(payload.url, payload.fetched_at, payload.status, sha, len(payload.body), str(target), False)
+    return RawRow(
+        payload.url, payload.fetched_at, payload.status, sha, len(payload.body), str(target), False, payload.scope
+    )
 
 
 def read(path: Path) -> bytes:

@@ -20,6 +20,7 @@ from pathlib import Path
 from scraper.base import ParseResult, Provider, RawPayload
 from scraper.http import Fetcher, RetryPolicy, Validators, make_client
 from scraper.providers import NAMES, provider_class
+from warehouse.alerts import Alert
 from warehouse.errors import CostoptError, MissingCredentials, UsageError
 from warehouse.load import RunRecord
 
@@ -42,6 +43,23 @@ class Outcome:
     error: str | None = None
     run_id: int | None = None
     notes: list[str] = field(default_factory=list)
+    alerts: list[Alert] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "provider": self.provider,
+            "status": self.status,
+            "offers": self.offers,
+            "prices_changed": self.prices_changed,
+            "prices_closed": self.prices_closed,
+            "flags": self.flags,
+            "unknown": self.unknown,
+            "bytes_downloaded": self.bytes_downloaded,
+            "seconds": round(self.seconds, 2),
+            "error": self.error,
+            "run_id": self.run_id,
+            "alerts": [a.as_dict() for a in self.alerts],
+        }
 
 
 @dataclass(slots=True)
@@ -350,6 +368,17 @@ def _load_all(db_path, runs, mode, say, open_warehouse, load_run, record_failure
                 )
             )
             say(item.provider, f"loaded {summary.offers} offers, {summary.prices_changed} prices changed")
+        _raise_alerts(con, outcomes)
     finally:
         con.close()
     return outcomes
+
+
+def _raise_alerts(con, outcomes: list[Outcome]) -> None:  # type: ignore[no-untyped-def]
+    from warehouse.alerts import check_run, record
+
+    for outcome in outcomes:
+        if outcome.run_id is None:
+            continue
+        outcome.alerts = check_run(con, outcome.run_id)
+        record(con, outcome.alerts)

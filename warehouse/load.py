@@ -32,6 +32,7 @@ class RawRow:
     bytes: int
     path: str | None
     not_modified: bool
+    scope: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -337,8 +338,11 @@ def _load(con: duckdb.DuckDBPyConnection, run: RunRecord) -> LoadSummary:
         )
     if run.raw:
         con.executemany(
-            "INSERT INTO raw_payloads VALUES (?,?,?,?,?,?,?,?)",
-            [[run_id, r.url, r.fetched_at, r.status, r.sha256, r.bytes, r.path, r.not_modified] for r in run.raw],
+            "INSERT INTO raw_payloads VALUES (?,?,?,?,?,?,?,?,?)",
+            [
+                [run_id, r.url, r.fetched_at, r.status, r.sha256, r.bytes, r.path, r.not_modified, list(r.scope)]
+                for r in run.raw
+            ],
         )
     n_flags = int(flags[0]) if flags else 0
     changed = (int(changed_row[0]) if changed_row else 0) + (int(new_row[0]) if new_row else 0)

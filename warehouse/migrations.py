@@ -183,4 +183,25 @@ WHERE m.run_id = (SELECT max(run_id) FROM market_stats m2 WHERE m2.offer_id = m.
     ),
 ]
 
+MIGRATIONS.append(
+    (
+        2,
+        "alerts and payload scopes",
+        """
+-- What a run noticed against the previous state: large moves, offers gone or new, a provider
+-- failing run after run, a provider returning far fewer offers than usual.
+CREATE TABLE alerts (
+    run_id BIGINT,
+    provider VARCHAR NOT NULL,
+    kind VARCHAR NOT NULL,
+    severity VARCHAR NOT NULL,           -- info | warning | error
+    message VARCHAR NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL
+);
+-- the (region, pricing) a payload covers, so a re-parse can carry unchanged scopes forward
+ALTER TABLE raw_payloads ADD COLUMN scope VARCHAR[];
+""",
+    )
+)
+
 LATEST = MIGRATIONS[-1][0]
