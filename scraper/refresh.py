@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +26,10 @@ from warehouse.errors import CostoptError, MissingCredentials, UsageError
 from warehouse.load import RunRecord
 
 PROVIDER_TIMEOUT_SECONDS = 30 * 60
+
+
+class Cancelled(CostoptError):
+    """A stop was requested (SIGTERM/SIGINT) before anything was loaded."""
 
 
 @dataclass(slots=True)
@@ -175,10 +180,11 @@ async def _fetch_all(
     workdir: Path,
     retry: RetryPolicy,
     progress: Progress,
+    cancel: threading.Event | None = None,
 ) -> list[_Fetched]:
     client = make_client()
     try:
-        return await asyncio.gather(
+        work = asyncio.gather(
             *(
                 _fetch_one(
                     name,
@@ -194,6 +200,14 @@ async def _fetch_all(
                 for name in names
             )
         )
+        if cancel is None:
+            return await work
+        while not work.done():
+            if cancel.is_set():
+                work.cancel()
+                raise Cancelled("stopped before loading: nothing was written")
+            await asyncio.sleep(0.1)
+        return work.result()
     finally:
         await client.aclose()
 
@@ -221,6 +235,7 @@ def refresh(
     progress: Progress | None = None,
     retry: RetryPolicy | None = None,
     keep_raw: bool = True,
+    cancel: threading.Event | None = None,
 ) -> list[Outcome]:
     """Refresh prices for ``providers`` (all by default) into the warehouse at ``db_path``."""
     from scraper import rawstore
@@ -250,6 +265,7 @@ def refresh(
         fetched = asyncio.run(
             _fetch_all(
                 names,
+                cancel=cancel,
                 env=env,
                 replay_root=replay,
                 known=known,
@@ -301,16 +317,20 @@ def refresh(
                     None,
                 )
             )
-        return _load_all(db_path, runs, mode, say, open_warehouse, load_run, record_failure)
+        return _load_all(db_path, runs, mode, say, open_warehouse, load_run, record_failure, cancel)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _load_all(db_path, runs, mode, say, open_warehouse, load_run, record_failure) -> list[Outcome]:  # type: ignore[no-untyped-def]
+def _load_all(db_path, runs, mode, say, open_warehouse, load_run, record_failure, cancel) -> list[Outcome]:  # type: ignore[no-untyped-def]
     outcomes: list[Outcome] = []
     con = open_warehouse(db_path, on_wait=lambda message: say("warehouse", message))
     try:
         for item, run, error in runs:
+            if cancel is not None and cancel.is_set():
+                say(item.provider, "not loaded: stop requested")
+                outcomes.append(Outcome(item.provider, "cancelled", error="stop requested before its load"))
+                continue
             fetcher = item.fetcher
             downloaded = fetcher.bytes_downloaded if fetcher else 0
             if run is None:

@@ -9,6 +9,8 @@ yesterday's prices survive today's failure.
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -66,6 +68,13 @@ class LoadSummary:
     prices_closed: int
     flags: int
     note: str | None = None
+
+
+def _test_delay() -> None:
+    """Hold the transaction open for ``COSTOPT_TEST_LOAD_DELAY`` seconds: lets tests signal a process mid-load."""
+    delay = os.environ.get("COSTOPT_TEST_LOAD_DELAY")
+    if delay:
+        time.sleep(float(delay))
 
 
 def _next_run_id(con: duckdb.DuckDBPyConnection) -> int:
@@ -187,6 +196,7 @@ def load_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> LoadSummary:
     con.execute("BEGIN TRANSACTION")
     try:
         summary = _load(con, run)
+        _test_delay()
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")

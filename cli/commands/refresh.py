@@ -11,46 +11,48 @@ from cli.options import DbOption, FormatOption
 from cli.output import Format
 
 COLUMNS = ["provider", "status", "offers", "prices_changed", "flags", "unknown", "bytes_downloaded", "seconds", "error"]
+ProvidersOption = Annotated[
+    list[str] | None, typer.Option("--provider", "-p", help="Only these providers (repeatable).")
+]
+ReplayOption = Annotated[
+    Path | None, typer.Option("--replay", help="Serve requests from recorded files, e.g. fixtures/ (no network).")
+]
+NotifyOption = Annotated[str | None, typer.Option("--notify", help="POST a JSON summary of failures and alerts here.")]
+KeepRawOption = Annotated[
+    int | None, typer.Option("--keep-raw-days", min=0, help="Delete stored raw payloads older than N days.")
+]
 
 
 def refresh_command(
-    provider: Annotated[
-        list[str] | None, typer.Option("--provider", "-p", help="Only these providers (repeatable).")
-    ] = None,
-    replay: Annotated[
-        Path | None, typer.Option("--replay", help="Serve requests from recorded files (e.g. fixtures/).")
-    ] = None,
+    provider: ProvidersOption = None,
+    replay: ReplayOption = None,
+    notify: NotifyOption = None,
+    keep_raw_days: KeepRawOption = None,
     db: DbOption = None,
     format: FormatOption = Format.table,
 ) -> None:
-    """Fetch current prices from every provider (concurrently) and load them; exit 0 only if all succeeded."""
-    run_refresh(provider, replay, db, format)
+    """Fetch current prices from every provider concurrently and load them.
 
-
-def run_refresh(provider: list[str] | None, replay: Path | None, db: Path | None, format: Format) -> int:
+    Exit 0: all loaded; 1: a provider failed (its previous prices are kept); 3: loaded with warnings.
+    """
     import sys
 
     from cli.output import emit, note
     from cli.warehouse_access import resolve_db
-    from scraper.refresh import refresh
+    from scraper.job import run_job
 
     path = resolve_db(db)
-    progress = _progress_printer() if sys.stderr.isatty() and format is Format.table else _log_line
-    outcomes = refresh(path, provider, replay=replay, progress=progress)
-    rows = [
-        {
-            "provider": o.provider,
-            "status": o.status,
-            "offers": o.offers,
-            "prices_changed": o.prices_changed,
-            "flags": o.flags,
-            "unknown": o.unknown,
-            "bytes_downloaded": o.bytes_downloaded,
-            "seconds": round(o.seconds, 2),
-            "error": o.error,
-        }
-        for o in outcomes
-    ]
+    progress = _progress_printer() if sys.stderr.isatty() and format is Format.table else None
+    outcomes, code = run_job(
+        path,
+        provider,
+        replay=replay,
+        notify=notify,
+        keep_raw_days=keep_raw_days,
+        progress=progress,
+        log=None if format is not Format.table else _quiet,
+    )
+    rows = [o.as_dict() for o in outcomes]
     emit(
         rows,
         COLUMNS,
@@ -58,18 +60,22 @@ def run_refresh(provider: list[str] | None, replay: Path | None, db: Path | None
         title=f"Refresh into {path}",
         headers={"prices_changed": "changed", "bytes_downloaded": "bytes", "unknown": "skipped items"},
     )
-    failed = [o for o in outcomes if o.status == "failed" or (provider and o.status == "skipped")]
-    for o in failed:
-        note(f"costopt: {o.provider} {o.status}: {o.error}")
-    if failed:
-        raise typer.Exit(1)
-    return 0
+    for o in outcomes:
+        if o.status != "ok" and o.error:
+            note(f"costopt: {o.provider} {o.status}: {o.error}")
+        for alert in o.alerts:
+            if alert.severity != "info":
+                note(f"costopt: {alert.severity}: {alert.message}")
+    if code:
+        raise typer.Exit(code)
 
 
-def _log_line(provider: str, message: str) -> None:
-    from cli.output import note
+def _quiet(line: str) -> None:
+    """Per-provider log lines are for the scheduler's log; the table says the same here."""
+    if "pruned" in line or "notif" in line:
+        from cli.output import note
 
-    note(f"[{provider}] {message}")
+        note(f"costopt: {line}")
 
 
 def _progress_printer():  # type: ignore[no-untyped-def]

@@ -16,7 +16,10 @@ _TABLE: list[tuple[str, str]] = [
     ("history", "history:history_command"),
     ("sql", "sql:sql_command"),
     ("refresh", "refresh:refresh_command"),
+    ("schedule", "schedule:schedule_command"),
     ("runs", "runs:runs_command"),
+    ("export", "export:export_command"),
+    ("reparse", "reparse:reparse_command"),
 ]
 
 

@@ -32,16 +32,31 @@ def runs_command(
     limit: Annotated[int, typer.Option("--limit", min=1, help="How many recent runs.")] = 20,
     provider: Annotated[str | None, typer.Option("--provider", help="Only this provider.")] = None,
     flags: Annotated[bool, typer.Option("--flags", help="Show flagged price moves instead of runs.")] = False,
+    alerts: Annotated[bool, typer.Option("--alerts", help="Show alerts raised after runs instead of runs.")] = False,
     db: DbOption = None,
     format: FormatOption = Format.table,
 ) -> None:
-    """The scrape-run log: status, counts, bytes, errors; --flags lists large price moves."""
+    """The scrape-run log: status, counts, bytes, errors; --flags lists large price moves, --alerts the alerts."""
     from cli.output import emit
     from cli.warehouse_access import open_for_reading
     from warehouse.queries import rows
 
     where, params = ("WHERE provider = ?", [provider]) if provider else ("", [])
     with open_for_reading(db, need_prices=False) as wh:
+        if alerts:
+            data = rows(
+                wh.con,
+                f"SELECT run_id, provider, created_at, severity, kind, message FROM alerts {where} "
+                f"ORDER BY created_at DESC, run_id DESC LIMIT {int(limit)}",
+                params,
+            )
+            emit(
+                data,
+                ["run_id", "provider", "created_at", "severity", "kind", "message"],
+                format,
+                title="Alerts, newest first",
+            )
+            return
         if flags:
             data = rows(
                 wh.con,

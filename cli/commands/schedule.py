@@ -1,0 +1,45 @@
+"""``costopt schedule``: refresh on a schedule, for months, unattended."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from cli.commands.refresh import KeepRawOption, NotifyOption, ProvidersOption, ReplayOption
+from cli.options import DbOption
+
+
+def schedule_command(
+    cron: Annotated[str | None, typer.Option("--cron", help="Crontab expression (default '0 3 * * *').")] = None,
+    every: Annotated[str | None, typer.Option("--every", help="A fixed interval instead of cron: 6h, 30m.")] = None,
+    timezone: Annotated[str, typer.Option("--timezone", help="Time zone of the cron expression.")] = "UTC",
+    run_now: Annotated[bool, typer.Option("--run-now", help="Also run once right away.")] = False,
+    jitter: Annotated[int, typer.Option("--jitter", min=0, help="Random delay up to N seconds per run.")] = 120,
+    provider: ProvidersOption = None,
+    replay: ReplayOption = None,
+    notify: NotifyOption = None,
+    keep_raw_days: KeepRawOption = None,
+    db: DbOption = None,
+) -> None:
+    """Run the refresh nightly (or every N hours) until stopped; SIGTERM finishes the load in progress, exits 0."""
+    from cli.warehouse_access import resolve_db
+    from scraper.schedule import make_trigger, serve
+    from warehouse.errors import UsageError
+
+    if cron and every:
+        raise UsageError("give --cron or --every, not both")
+    make_trigger(cron, every, timezone, jitter)  # bad input fails now, not at 3 a.m.
+    code = serve(
+        resolve_db(db),
+        cron=cron,
+        every=every,
+        timezone=timezone,
+        run_now=run_now,
+        replay=replay,
+        providers=provider,
+        notify=notify,
+        keep_raw_days=keep_raw_days,
+        jitter=jitter,
+    )
+    raise typer.Exit(code)

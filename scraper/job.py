@@ -1,0 +1,69 @@
+"""The refresh job: what ``costopt refresh`` and every scheduled run do, and the exit code they mean.
+
+Exit codes, for monitors: 0 every provider loaded and nothing needs a look; 1 at least one provider
+failed (its previous prices are kept); 3 everything loaded but a warning was raised (a large move,
+far fewer offers than usual, many offers gone); 2 bad input.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from scraper.refresh import Outcome, Progress, refresh
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ALERTS = 0, 1, 2, 3
+
+
+def exit_code(outcomes: list[Outcome], *, requested: bool) -> int:
+    if any(o.status in ("failed", "cancelled") or (requested and o.status == "skipped") for o in outcomes):
+        return EXIT_FAILED
+    if any(a.severity != "info" for o in outcomes for a in o.alerts):
+        return EXIT_ALERTS
+    return EXIT_OK
+
+
+def run_job(
+    db_path: Path,
+    providers: list[str] | None = None,
+    *,
+    replay: Path | None = None,
+    notify: str | None = None,
+    keep_raw_days: int | None = None,
+    cancel: threading.Event | None = None,
+    progress: Progress | None = None,
+    log: Callable[[str], None] | None = None,
+) -> tuple[list[Outcome], int]:
+    """One refresh plus its follow-ups (pruning, notification); returns the outcomes and the exit code."""
+    say = log or (lambda _line: None)
+    started = datetime.now(UTC)
+    outcomes = refresh(db_path, providers, replay=replay, progress=progress, cancel=cancel)
+    code = exit_code(outcomes, requested=bool(providers))
+    for o in outcomes:
+        say(
+            f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} {o.provider} {o.status} offers={o.offers} "
+            f"changed={o.prices_changed} closed={o.prices_closed} flags={o.flags} bytes={o.bytes_downloaded} "
+            f"{o.seconds:.1f}s" + (f" error={o.error}" if o.error else "")
+        )
+        for alert in o.alerts:
+            say(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} {o.provider} alert {alert.severity}: {alert.message}")
+    if keep_raw_days is not None:
+        from warehouse.db import open_warehouse
+        from warehouse.prune import prune_raw
+
+        con = open_warehouse(db_path)
+        try:
+            files, freed = prune_raw(con, keep_raw_days)
+        finally:
+            con.close()
+        say(f"pruned {files} raw payload file(s), {freed / 1e6:.1f} MB, older than {keep_raw_days} days")
+    if notify:
+        from scraper.notify import post, should_notify, summary
+
+        body = summary(outcomes, started_at=started, db=str(db_path), exit_code=code)
+        if should_notify(body):
+            problem = post(notify, body)
+            say(problem or f"notified {notify}")
+    return outcomes, code

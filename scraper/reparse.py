@@ -1,0 +1,111 @@
+"""``costopt reparse``: run today's parsers over the raw payloads of each provider's last run.
+
+A parser fix then corrects the current prices without waiting for (or being able to reach) the
+upstream source: the stored bytes are re-parsed and loaded as a new run with the original
+observation time, through the same validation and the same one-transaction load.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from scraper.base import RawPayload
+from scraper.providers import NAMES, provider_class
+from scraper.refresh import Outcome, parse_and_validate
+from warehouse.errors import CostoptError
+
+
+def _payloads(con, run_id: int) -> list[RawPayload]:  # type: ignore[no-untyped-def]
+    from scraper.rawstore import read
+
+    payloads = []
+    for url, fetched_at, status, path, not_modified, scope in con.execute(
+        "SELECT url, fetched_at, status, path, not_modified, scope FROM raw_payloads WHERE run_id = ? ORDER BY rowid",
+        [run_id],
+    ).fetchall():
+        if not_modified:
+            payloads.append(RawPayload(url, fetched_at, status, not_modified=True, scope=tuple(scope or ())))
+            continue
+        if path is None or not Path(path).exists():
+            raise CostoptError(f"raw payload {url} of run {run_id} is no longer stored (pruned?)")
+        file = Path(path)
+        if file.suffix == ".raw":
+            payloads.append(RawPayload(url, fetched_at, status, path=file, scope=tuple(scope or ())))
+        else:
+            payloads.append(RawPayload(url, fetched_at, status, body=read(file), scope=tuple(scope or ())))
+    return payloads
+
+
+def reparse(db_path: Path, providers: list[str] | None = None, *, dry_run: bool = False) -> list[Outcome]:
+    from warehouse.db import open_warehouse
+    from warehouse.load import RunRecord, load_run
+
+    names = list(providers or NAMES)
+    for name in names:
+        provider_class(name)
+    con = open_warehouse(db_path)
+    outcomes: list[Outcome] = []
+    try:
+        for name in names:
+            row = con.execute(
+                "SELECT max(r.run_id) FROM scrape_runs r WHERE r.provider = ? AND r.status = 'ok' "
+                "AND EXISTS (SELECT 1 FROM raw_payloads p WHERE p.run_id = r.run_id)",
+                [name],
+            ).fetchall()[0][0]
+            if row is None:
+                outcomes.append(Outcome(name, "skipped", error="no stored raw payloads to re-parse"))
+                continue
+            started, clock = datetime.now(UTC), time.monotonic()
+            try:
+                payloads = _payloads(con, row)
+                provider = provider_class(name).from_env({}, replay=True)
+                result, unknown, notes = parse_and_validate(provider, payloads)
+            except CostoptError as exc:
+                outcomes.append(Outcome(name, "failed", error=exc.one_line()))
+                continue
+            if dry_run:
+                outcomes.append(
+                    Outcome(
+                        name,
+                        "ok",
+                        offers=len({(r.region, r.instance_type) for r in result.prices}),
+                        unknown=unknown,
+                        notes=[f"dry run of run {row}"],
+                    )
+                )
+                continue
+            observed = min(p.fetched_at for p in payloads)
+            summary = load_run(
+                con,
+                RunRecord(
+                    provider=name,
+                    mode="reparse",
+                    started_at=started,
+                    observed_at=observed,
+                    prices=result.prices,
+                    spot_risk=result.spot_risk,
+                    carried=result.carried,
+                    unknown_items=unknown,
+                    notes=f"re-parse of run {row}; " + "; ".join(notes),
+                    seconds=time.monotonic() - clock,
+                    parser_version=provider.parser_version,
+                ),
+            )
+            outcomes.append(
+                Outcome(
+                    name,
+                    summary.status,
+                    offers=summary.offers,
+                    prices_changed=summary.prices_changed,
+                    prices_closed=summary.prices_closed,
+                    flags=summary.flags,
+                    unknown=unknown,
+                    run_id=summary.run_id,
+                    error=summary.note,
+                )
+            )
+    finally:
+        con.close()
+    return outcomes

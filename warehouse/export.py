@@ -1,0 +1,104 @@
+"""Hive-partitioned Parquet for other engines (DuckDB, Spark, Trino, polars read it as it is).
+
+The column lists are explicit, so a schema change cannot silently change a published format. The
+export is written beside the target and renamed into place, so a reader never sees half of one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from warehouse.errors import UsageError
+
+if TYPE_CHECKING:
+    import duckdb
+
+PRICE_COLUMNS = (
+    "provider",
+    "region",
+    "instance_type",
+    "gpu",
+    "gpu_count",
+    "pricing",
+    "usd_per_hour",
+    "usd_per_gpu_hour",
+    "valid_from",
+    "valid_to",
+    "last_seen",
+    "source",
+)
+RUN_COLUMNS = (
+    "run_id",
+    "provider",
+    "mode",
+    "started_at",
+    "finished_at",
+    "observed_at",
+    "status",
+    "offers",
+    "prices_changed",
+    "prices_closed",
+    "unknown_items",
+    "flags",
+    "bytes_downloaded",
+    "seconds",
+    "error",
+)
+GPU_COLUMNS = (
+    "name",
+    "vendor",
+    "memory_gb",
+    "memory_bandwidth_gb_s",
+    "bf16_tflops",
+    "fp8_tflops",
+    "tdp_w",
+    "intra_node",
+    "purchase_price_usd",
+    "purchase_price_date",
+    "purchase_price_source",
+)
+
+
+def export_parquet(con: duckdb.DuckDBPyConnection, target: Path) -> dict[str, int]:
+    """Write ``target/price_history/provider=*/date=*/*.parquet`` plus runs and GPUs; return row counts."""
+    if target.exists() and any(target.iterdir()) and not (target / "price_history").is_dir():
+        raise UsageError(f"{target} exists and is not a costopt export; choose an empty or new directory")
+    staging = target.with_name(f".{target.name}.part")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        con.execute(
+            f"""COPY (SELECT {", ".join(PRICE_COLUMNS)}, strftime(valid_from, '%Y-%m-%d') AS date
+                      FROM price_history ORDER BY provider, valid_from)
+                TO '{_sql_path(staging / "price_history")}'
+                (FORMAT parquet, PARTITION_BY (provider, date), COMPRESSION zstd)"""
+        )
+        con.execute(
+            f"COPY (SELECT {', '.join(RUN_COLUMNS)} FROM scrape_runs ORDER BY run_id) "
+            f"TO '{_sql_path(staging / 'scrape_runs.parquet')}' (FORMAT parquet)"
+        )
+        con.execute(
+            f"COPY (SELECT {', '.join(GPU_COLUMNS)} FROM gpus ORDER BY name) "
+            f"TO '{_sql_path(staging / 'gpus.parquet')}' (FORMAT parquet)"
+        )
+        counts = {
+            "price_history": con.execute("SELECT count(*) FROM price_history").fetchall()[0][0],
+            "scrape_runs": con.execute("SELECT count(*) FROM scrape_runs").fetchall()[0][0],
+            "gpus": con.execute("SELECT count(*) FROM gpus").fetchall()[0][0],
+        }
+        old = target.with_name(f".{target.name}.old")
+        if target.exists():
+            os.replace(target, old)
+        os.replace(staging, target)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return counts
+
+
+def _sql_path(path: Path) -> str:
+    return str(path).replace("'", "''")
