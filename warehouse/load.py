@@ -10,6 +10,7 @@ yesterday's prices survive today's failure.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -74,6 +75,8 @@ def _test_delay() -> None:
     """Hold the transaction open for ``COSTOPT_TEST_LOAD_DELAY`` seconds: lets tests signal a process mid-load."""
     delay = os.environ.get("COSTOPT_TEST_LOAD_DELAY")
     if delay:
+        sys.stderr.write("costopt-test: load transaction open\n")
+        sys.stderr.flush()
         time.sleep(float(delay))
 
 

@@ -103,7 +103,7 @@ def test_unknown_provider_is_one_line(seeded):
 
 def test_sql_reads_and_refuses_writes(seeded):
     out = costopt("sql", "--db", str(seeded), "SELECT count(*) AS n FROM price_history", "--format", "json")
-    assert json.loads(out.stdout) == [{"n": 6}]
+    assert json.loads(out.stdout) == [{"n": 5}]
     for statement in (
         "DELETE FROM prices",
         "CREATE TABLE x (a INT)",
@@ -113,7 +113,7 @@ def test_sql_reads_and_refuses_writes(seeded):
         bad = costopt("sql", "--db", str(seeded), statement)
         assert bad.returncode != 0, statement
         assert bad.stderr.startswith("costopt: error:") and bad.stderr.count("\n") == 1
-    assert costopt("sql", "--db", str(seeded), "SELECT count(*) AS n FROM prices", "-f", "csv").stdout == "n\n6\n"
+    assert costopt("sql", "--db", str(seeded), "SELECT count(*) AS n FROM prices", "-f", "csv").stdout == "n\n5\n"
 
 
 def test_bad_sql_gives_duckdb_message(seeded):

@@ -1,0 +1,69 @@
+"""Alert values on crafted histories."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from tests.conftest import T0
+from warehouse.alerts import check_run
+from warehouse.db import open_warehouse
+from warehouse.load import RunRecord, load_run, record_failure
+
+DAY = timedelta(days=1)
+
+
+@pytest.fixture
+def con(db_path):
+    con = open_warehouse(db_path)
+    yield con
+    con.close()
+
+
+def nightly(con, make_record, night, types, *, usd=1.0, provider="aws"):
+    at = T0 + night * DAY
+    recs = [make_record(t, usd, gpu="L4", gpu_count=1, provider=provider, at=at) for t in types]
+    return load_run(con, RunRecord(provider, "live", at, at, prices=recs)).run_id
+
+
+def kinds(alerts):
+    return {a.kind: a for a in alerts}
+
+
+def test_first_run_raises_nothing(con, make_record):
+    assert check_run(con, nightly(con, make_record, 0, ["a", "b"])) == []
+
+
+def test_large_move_names_the_biggest(con, make_record):
+    nightly(con, make_record, 0, ["a"], usd=1.0)
+    alerts = kinds(check_run(con, nightly(con, make_record, 1, ["a"], usd=2.5)))
+    assert alerts["large_move"].severity == "warning"
+    assert "1 price(s) moved" in alerts["large_move"].message and "+150 %" in alerts["large_move"].message
+
+
+def test_offers_gone_and_new(con, make_record):
+    nightly(con, make_record, 0, [f"t{i}" for i in range(10)])
+    alerts = kinds(check_run(con, nightly(con, make_record, 1, [f"t{i}" for i in range(2, 10)] + ["new1"])))
+    assert "2 price(s) no longer listed" in alerts["offers_gone"].message
+    assert alerts["offers_gone"].severity == "info"  # 2 of 10
+    assert alerts["offers_new"].message == "aws: 1 new offer(s)"
+
+
+def test_far_fewer_offers_than_usual(con, make_record):
+    for night in range(3):
+        nightly(con, make_record, night, [f"t{i}" for i in range(10)])
+    alerts = kinds(check_run(con, nightly(con, make_record, 3, ["t1", "t2", "t3"])))
+    assert alerts["fewer_offers"].severity == "warning" and "3 offers, far fewer than usual (median 10" in (
+        alerts["fewer_offers"].message
+    )
+    assert alerts["offers_gone"].severity == "warning"
+
+
+def test_failing_three_runs_in_a_row(con, make_record):
+    nightly(con, make_record, 0, ["a"])
+    ids = [record_failure(con, provider="aws", mode="live", started_at=T0, error=f"HTTP 503 #{i}") for i in range(3)]
+    assert check_run(con, ids[1]) == []
+    [alert] = check_run(con, ids[2])
+    assert alert.kind == "failing" and alert.severity == "error"
+    assert alert.message == "aws failed 3 runs in a row: HTTP 503 #2"

@@ -1,0 +1,209 @@
+"""The unattended refresh: scheduling, overlap, signals mid-load, readers during a load, the webhook."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import ClassVar
+
+import pytest
+
+from scraper.job import exit_code, run_job
+from scraper.schedule import Schedule, make_trigger, parse_every
+from tests.conftest import REPO
+from tests.scraper.test_refresh import ITEMS, fake_registry, record_dir  # noqa: F401 - fixture
+from warehouse.db import open_warehouse
+from warehouse.errors import UsageError
+
+
+def test_two_runs_happen_and_overlapping_runs_are_coalesced():
+    active, most, runs = [0], [0], []
+    lock = threading.Lock()
+
+    def job(stop):
+        with lock:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+        time.sleep(0.35)  # longer than the interval: the next firing must not overlap
+        with lock:
+            active[0] -= 1
+        runs.append(time.monotonic())
+        return 0
+
+    schedule = Schedule(job, make_trigger(None, "0.1s", "UTC", 0), run_now=True, log=lambda _: None)
+    thread = threading.Thread(target=schedule.scheduler.start, daemon=True)
+    thread.start()
+    time.sleep(1.3)
+    schedule.request_stop()
+    schedule.idle.wait(5)
+    thread.join(5)
+    assert len(runs) >= 2  # it ran repeatedly ...
+    assert most[0] == 1  # ... never two at once ...
+    assert len(runs) <= 5  # ... and missed firings were coalesced, not queued (1.3 s / 0.1 s would be 13)
+
+
+def test_trigger_and_interval_parsing():
+    assert parse_every("6h").total_seconds() == 21600 and parse_every("30m").total_seconds() == 1800
+    for bad in ("often", "0h", "-1h"):
+        with pytest.raises(UsageError):
+            parse_every(bad)
+    with pytest.raises(UsageError, match="5 fields"):
+        make_trigger("0 3 * *", None, "UTC", 0)
+    with pytest.raises(UsageError, match="timezone"):
+        make_trigger(None, None, "Mars/Olympus", 0)
+    trigger = make_trigger("30 2 * * *", None, "Europe/Berlin", 60)
+    assert str(trigger.timezone) == "Europe/Berlin" and trigger.jitter == 60
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {repo!r})
+    from pathlib import Path
+    from scraper import providers
+    providers.REGISTRY = {{"fake": "tests.scraper.test_refresh:FakeProvider"}}
+    import scraper.refresh
+    scraper.refresh.NAMES = ("fake",)
+    from scraper.schedule import serve
+    sys.exit(serve(Path({db!r}), cron=None, every="1h", timezone="UTC", run_now=True, replay=Path({replay!r}),
+                   providers=None, notify=None, keep_raw_days=None, jitter=0))
+    """
+)
+
+
+def start_writer(db_path, replay, delay):
+    env = {**os.environ, "COSTOPT_TEST_LOAD_DELAY": str(delay)}
+    script = WRITER.format(repo=str(REPO), db=str(db_path), replay=str(replay))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if "load transaction open" in line:
+            return proc
+        if not line and proc.poll() is not None:
+            break
+    proc.kill()
+    raise AssertionError(f"writer never reached its load: {proc.stderr.read()}")
+
+
+def prices(db_path):
+    con = open_warehouse(db_path, read_only=True)
+    try:
+        return dict(con.execute("SELECT instance_type, usd_per_hour FROM current_prices").fetchall()), con.execute(
+            "SELECT count(*) FROM scrape_runs"
+        ).fetchone()[0]
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def yesterday(tmp_path, db_path):
+    """A warehouse holding yesterday's prices, and a recording of today's (changed) prices."""
+    from scraper.refresh import refresh
+
+    refresh(db_path, ["fake"], replay=record_dir(tmp_path / "y", ITEMS))
+    today = [dict(item, usd=item["usd"] * 0.9) for item in ITEMS]
+    return record_dir(tmp_path / "t", today, etag='"v2"', recorded_at="2026-11-21T03:00:00Z")
+
+
+@pytest.mark.slow
+def test_sigterm_during_a_load_commits_it_then_exits_zero(db_path, yesterday):
+    proc = start_writer(db_path, yesterday, delay=2)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "SIGTERM: finishing the load in progress" in out and "stopped after 1 run(s)" in out
+    current, runs = prices(db_path)
+    assert current == {"big": 36.0, "small": pytest.approx(0.63)} and runs == 2  # committed whole
+
+
+@pytest.mark.slow
+def test_kill_during_a_load_leaves_no_partial_run(db_path, yesterday):
+    proc = start_writer(db_path, yesterday, delay=30)
+    proc.kill()
+    proc.wait(timeout=30)
+    current, runs = prices(db_path)
+    assert current == {"big": 40.0, "small": 0.7} and runs == 1  # yesterday intact, nothing half-written
+
+
+@pytest.mark.slow
+def test_a_reader_answers_while_a_writer_is_mid_load(db_path, yesterday):
+    proc = start_writer(db_path, yesterday, delay=3)
+    try:
+        reader = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from cli.app import main; main()",
+                "sql",
+                "--db",
+                str(db_path),
+                "SELECT count(*) AS n FROM current_prices",
+                "--format",
+                "json",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=60,
+        )
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    assert reader.returncode == 0, reader.stderr
+    assert json.loads(reader.stdout) == [{"n": 2}]
+    assert "waiting for" in reader.stderr and "PID" in reader.stderr
+
+
+class _Hook(BaseHTTPRequestHandler):
+    bodies: ClassVar[list[dict]] = []
+
+    def do_POST(self):
+        length = int(self.headers["Content-Length"])
+        _Hook.bodies.append(json.loads(self.rfile.read(length)))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_webhook_receives_failures_and_alerts(db_path, tmp_path):
+    server = HTTPServer(("127.0.0.1", 0), _Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/hook"
+    try:
+        run_job(db_path, ["fake"], replay=record_dir(tmp_path / "a", ITEMS), notify=url)
+        assert _Hook.bodies == []  # all well: nothing to say
+        broken = record_dir(tmp_path / "b", [], etag='"v9"', recorded_at="2026-11-22T03:00:00Z", body="{oops")
+        lines = []
+        _, code = run_job(db_path, ["fake"], replay=broken, notify=url, log=lines.append)
+    finally:
+        server.shutdown()
+    assert code == 1 and f"notified {url}" in lines
+    [body] = _Hook.bodies
+    assert body["event"] == "costopt.refresh" and body["exit_code"] == 1 and body["ok"] == []
+    assert body["failures"][0]["provider"] == "fake" and "malformed body" in body["failures"][0]["error"]
+
+
+def test_exit_codes_for_monitors():
+    from scraper.refresh import Outcome
+    from warehouse.alerts import Alert
+
+    ok = Outcome("aws", "ok")
+    warned = Outcome("gcp", "ok", alerts=[Alert(1, "gcp", "fewer_offers", "warning", "x")])
+    noted = Outcome("gcp", "ok", alerts=[Alert(1, "gcp", "offers_new", "info", "x")])
+    assert exit_code([ok, noted], requested=False) == 0
+    assert exit_code([ok, warned], requested=False) == 3
+    assert exit_code([ok, Outcome("azure", "failed")], requested=False) == 1
+    assert exit_code([Outcome("gcp", "skipped")], requested=False) == 0
+    assert exit_code([Outcome("gcp", "skipped")], requested=True) == 1
