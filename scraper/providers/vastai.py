@@ -331,7 +331,10 @@ class VastProvider(Provider):
             result.skip("no GPU count", f"{offer_id}: num_gpus={num_gpus!r}")
             return None
         price = _number(offer.get("dph_total" if pricing == "on_demand" else "min_bid"))
-        if price is None or round(price, 6) <= 0:
+        # a listing with no machine price still has a dph_total: the storage (~$0.00001/h); that is no price
+        base = _number(offer.get("dph_base"))
+        unpriced = pricing == "on_demand" and base is not None and base <= 0
+        if price is None or round(price, 6) <= 0 or unpriced:
             result.skip("no price", f"{offer_id}: {gpu_name}")
             return None
         group = _Group(
