@@ -32,16 +32,24 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
 def daily_cheapest(
     con: duckdb.DuckDBPyConnection, gpu: str, since: datetime, *, providers: list[str] | None = None
 ) -> list[dict[str, Any]]:
-    params: list[Any] = [gpu, since]
+    """The cheapest $/GPU-hour per provider, pricing kind and day since ``since`` (a calendar range join)."""
+    params: list[Any] = [since, gpu]
     where = ""
     if providers:
-        where = f" AND provider IN ({','.join('?' * len(providers))})"
+        where = f" AND h.provider IN ({','.join('?' * len(providers))})"
         params += providers
     return rows(
         con,
-        f"""SELECT day, provider, pricing, gpu, min_usd_per_gpu_hour, median_usd_per_gpu_hour, offers
-            FROM gpu_hourly WHERE gpu = ? AND day >= ?::TIMESTAMPTZ::DATE
-            {where} ORDER BY provider, pricing, day""",
+        f"""WITH days AS (
+                SELECT unnest(generate_series(date_trunc('day', ?::TIMESTAMPTZ),
+                                              date_trunc('day', (SELECT max(last_seen) FROM prices)),
+                                              INTERVAL 1 DAY)) AS day)
+            SELECT d.day::DATE AS day, h.provider, h.pricing, h.gpu,
+                   min(h.usd_per_gpu_hour) AS min_usd_per_gpu_hour, count(*) AS offers
+            FROM price_history h
+            JOIN days d ON h.valid_from < d.day + INTERVAL 1 DAY AND coalesce(h.valid_to, h.last_seen) > d.day
+            WHERE h.gpu = ? {where}
+            GROUP BY ALL ORDER BY h.provider, h.pricing, day""",
         params,
     )
 

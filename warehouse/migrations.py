@@ -162,16 +162,21 @@ CREATE MACRO prices_as_of(ts) AS TABLE
 SELECT * FROM price_history
 WHERE valid_from <= ts::TIMESTAMPTZ AND (valid_to IS NULL OR valid_to > ts::TIMESTAMPTZ);
 
+-- one row per GPU, provider, pricing kind and day on which an interval was in force; a range join
+-- against a calendar (DuckDB's IEJoin) rather than expanding every interval into days
 CREATE VIEW gpu_hourly AS
+WITH days AS (
+    SELECT unnest(generate_series(date_trunc('day', (SELECT min(valid_from) FROM prices)),
+                                  date_trunc('day', (SELECT max(last_seen) FROM prices)),
+                                  INTERVAL 1 DAY)) AS day
+)
 SELECT h.gpu, h.provider, h.pricing, d.day::DATE AS day,
        min(h.usd_per_gpu_hour) AS min_usd_per_gpu_hour,
        median(h.usd_per_gpu_hour) AS median_usd_per_gpu_hour,
        max(h.usd_per_gpu_hour) AS max_usd_per_gpu_hour,
-       count(DISTINCT h.offer_id) AS offers
-FROM price_history h,
-     LATERAL (SELECT unnest(generate_series(date_trunc('day', h.valid_from),
-                                            date_trunc('day', coalesce(h.valid_to, h.last_seen)),
-                                            INTERVAL 1 DAY)) AS day) d
+       count(*) AS offers
+FROM price_history h
+JOIN days d ON h.valid_from < d.day + INTERVAL 1 DAY AND coalesce(h.valid_to, h.last_seen) > d.day
 GROUP BY ALL;
 
 CREATE VIEW market_current AS

@@ -11,7 +11,7 @@ from cli.options import DbOption, FormatOption
 from cli.output import Format
 
 SUMMARY_COLUMNS = ["provider", "pricing", "days", "min", "median", "max", "first", "last", "change_pct"]
-DAILY_COLUMNS = ["day", "provider", "pricing", "gpu", "min_usd_per_gpu_hour", "median_usd_per_gpu_hour", "offers"]
+DAILY_COLUMNS = ["day", "provider", "pricing", "gpu", "min_usd_per_gpu_hour", "offers"]
 
 
 def history_command(
