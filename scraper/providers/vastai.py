@@ -24,7 +24,13 @@ once with ``type: "on-demand"`` and once with ``type: "bid"`` (interruptible).
 Result limits: Vast caps a search at ``limit`` offers (vast-cli #268). Every query sets ``limit``
 explicitly; a response holding exactly ``limit`` offers was cut off, so the provider asks again once
 per GPU name (the names seen in the cut-off response plus every name this module maps) and uses
-those responses instead. Offers are de-duplicated by id within a pricing kind.
+those responses instead. Offers are de-duplicated by id within a pricing kind. A per-name answer that
+is itself cut off (over 5000 offers of one GPU, far above today's market) is kept as is: ordered
+cheapest first, its min and p10 stay right and its median reads low.
+
+Datacenter vs community: offers carry ``hosting_type`` (0 in the one real capture, a community host);
+1 is read as a datacenter host, as is an explicit ``datacenter: true``. This follows the search
+filter's name (``datacenter``) and is an assumption: no public source spells the codes out.
 """
 
 from __future__ import annotations
