@@ -83,10 +83,19 @@ def check_run(con: duckdb.DuckDBPyConnection, run_id: int) -> list[Alert]:
                 f"${old:.4g} -> ${new:.4g} ({100 * change:+.0f} %)",
             )
         )
-    previous_open = offers - _one(
-        con, "SELECT count(*) FROM offers WHERE provider = ? AND first_seen = ?", [provider, observed]
+    # offers first seen at this run's observation time -- unless an earlier run observed the same moment
+    # (a replay of the same recording), in which case nothing is new
+    same_moment = _one(
+        con,
+        "SELECT count(*) FROM scrape_runs WHERE provider = ? AND status = 'ok' AND run_id < ? AND observed_at = ?",
+        [provider, run_id, observed],
     )
-    new = _one(con, "SELECT count(*) FROM offers WHERE provider = ? AND first_seen = ?", [provider, observed])
+    new = (
+        0
+        if same_moment
+        else _one(con, "SELECT count(*) FROM offers WHERE provider = ? AND first_seen = ?", [provider, observed])
+    )
+    previous_open = offers - new
     earlier_runs = _one(
         con, "SELECT count(*) FROM scrape_runs WHERE provider = ? AND status = 'ok' AND run_id < ?", [provider, run_id]
     )

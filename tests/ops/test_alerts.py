@@ -67,3 +67,9 @@ def test_failing_three_runs_in_a_row(con, make_record):
     [alert] = check_run(con, ids[2])
     assert alert.kind == "failing" and alert.severity == "error"
     assert alert.message == "aws failed 3 runs in a row: HTTP 503 #2"
+
+
+def test_replaying_the_same_recording_raises_nothing(con, make_record):
+    nightly(con, make_record, 0, ["a", "b"])
+    nightly(con, make_record, 1, ["a", "b", "c"])
+    assert check_run(con, nightly(con, make_record, 1, ["a", "b", "c"])) == []
