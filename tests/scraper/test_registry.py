@@ -1,0 +1,79 @@
+"""The provider registry is explicit, complete, and every provider's recordings pass the shared invariants."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import pkgutil
+
+import pytest
+
+import scraper.providers as package
+from scraper.base import Provider
+from scraper.http import Fetcher, RetryPolicy
+from scraper.refresh import _replay_client
+from scraper.validate import problems
+from tests.conftest import REPO
+from warehouse.gpus import catalog
+
+FIXTURES = REPO / "fixtures"
+
+
+def provider_classes_in_package() -> dict[str, type[Provider]]:
+    found = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, Provider) and cls is not Provider and cls.__module__ == module.__name__:
+                found[f"{module.__name__}:{cls.__name__}"] = cls
+    return found
+
+
+def test_every_provider_class_is_registered_and_every_entry_resolves():
+    defined = provider_classes_in_package()
+    assert set(defined) == set(package.REGISTRY.values())
+    for name in package.NAMES:
+        cls = package.provider_class(name)
+        assert cls.name == name
+        assert cls.base_urls, f"{name} declares no overridable base URL"
+        assert all(var.startswith("COSTOPT_") for var in cls.base_urls), cls.base_urls
+
+
+def test_the_six_providers_of_the_brief():
+    assert set(package.NAMES) == {"aws", "gcp", "azure", "lambda", "coreweave", "vastai"}
+
+
+@pytest.mark.parametrize("name", package.NAMES)
+def test_every_provider_has_recorded_fixtures(name):
+    assert (FIXTURES / name / "replay.json").is_file()
+    assert (FIXTURES / name / "README.md").is_file(), "fixtures must say where their figures come from"
+
+
+def replay_parse(name: str):
+    provider = package.provider_class(name).from_env({}, replay=True)
+
+    async def go():
+        client, recorded = _replay_client(FIXTURES / name)
+        fetcher = Fetcher(client=client, provider=name, retry=RetryPolicy(attempts=1), clock=lambda: recorded)
+        try:
+            return await provider.fetch(fetcher)
+        finally:
+            await client.aclose()
+
+    return provider.parse(asyncio.run(go()))
+
+
+@pytest.mark.parametrize("name", package.NAMES)
+def test_shared_invariants_over_each_providers_recordings(name):
+    result = replay_parse(name)
+    assert result.prices, f"{name}: the recording yields no prices"
+    gpus = catalog()
+    keys = [r.key for r in result.prices]
+    assert len(keys) == len(set(keys)), "duplicate keys"
+    for record in result.prices:
+        assert record.provider == name
+        assert problems(record, gpus) == [], (record.key, problems(record, gpus))
+        assert record.usd_per_gpu_hour == pytest.approx(record.usd_per_hour / record.gpu_count)
+        assert record.source.startswith("https://"), record.source
+        assert record.observed_at.tzinfo is not None
