@@ -1,0 +1,115 @@
+"""The GPU reference table: complete for the brief, internally consistent, aliases unambiguous."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from tests.conftest import SHARED
+from warehouse.errors import UnknownGpu
+from warehouse.gpus import CSV_COLUMNS, INTRA_NODE_KINDS, catalog, read_rows
+
+REQUIRED = [
+    "V100-16GB",
+    "T4",
+    "A10G",
+    "L4",
+    "L40S",
+    "A100-40GB",
+    "A100-80GB",
+    "A100-80GB-PCIe",
+    "H100-SXM",
+    "H100-PCIe",
+    "H100-NVL",
+    "H800",
+    "H200",
+    "B200",
+    "GH200",
+    "MI300X",
+    "MI325X",
+    "RTX-3090",
+    "RTX-4090",
+    "RTX-5090",
+    "RTX-A6000",
+    "RTX-6000-Ada",
+]
+
+
+def test_every_gpu_the_brief_names_is_present():
+    assert set(REQUIRED) <= set(catalog().names)
+
+
+def test_columns_are_the_documented_ones():
+    assert tuple(read_rows()[0]) == CSV_COLUMNS
+
+
+@pytest.mark.parametrize(
+    ("spelling", "canonical"),
+    [
+        ("H100", "H100-SXM"),
+        ("h100 sxm5", "H100-SXM"),
+        ("A100", "A100-80GB"),
+        ("A100 40GB", "A100-40GB"),
+        ("A100 PCIe", "A100-80GB-PCIe"),
+        ("V100", "V100-16GB"),
+        ("RTX 4090", "RTX-4090"),
+        ("rtx_4090", "RTX-4090"),
+        ("RTX 6000 Ada", "RTX-6000-Ada"),
+        ("MI300X", "MI300X"),
+        ("H200 SXM", "H200"),
+    ],
+)
+def test_aliases_resolve(spelling, canonical):
+    assert catalog().resolve(spelling).name == canonical
+
+
+def test_unknown_gpu_lists_the_known_ones():
+    with pytest.raises(UnknownGpu) as info:
+        catalog().resolve("H1000")
+    assert "H100-SXM" in str(info.value)
+
+
+def test_facts_are_plausible_and_sourced():
+    for spec in catalog().specs:
+        assert spec.intra_node in INTRA_NODE_KINDS
+        assert 8 <= spec.memory_gb <= 300, spec.name
+        assert 50 <= spec.bf16_tflops <= 3000, spec.name
+        assert spec.fp8_tflops is None or spec.fp8_tflops >= 1.9 * spec.bf16_tflops, spec.name
+        assert 50 <= spec.tdp_w <= 1500, spec.name
+        assert spec.spec_source, spec.name
+        if spec.purchase_price_usd is not None:
+            assert spec.purchase_price_date and spec.purchase_price_source.startswith(("http", "NVIDIA")), spec.name
+
+
+def test_known_datasheet_values():
+    gpus = catalog()
+    h100 = gpus.resolve("H100")
+    assert (h100.memory_gb, h100.bf16_tflops, h100.fp8_tflops, h100.tdp_w) == (80, 989, 1979, 700)
+    assert gpus.resolve("A100-80GB").fp8_tflops is None  # Ampere has no FP8
+    assert gpus.resolve("RTX 4090").consumer and not gpus.resolve("H100").consumer
+    assert gpus.resolve("MI300X").intra_node == "infinity_fabric"
+
+
+@pytest.mark.skipif(not (SHARED / "gpu_specs.csv").exists(), reason="../shared not present")
+def test_agrees_with_the_shared_reference_where_both_have_a_figure():
+    pairs = {
+        "T4": "T4",
+        "L4": "L4",
+        "L40S": "L40S",
+        "A100 40GB (SXM4)": "A100-40GB",
+        "A100 80GB (SXM4)": "A100-80GB",
+        "H100 SXM": "H100-SXM",
+        "H100 PCIe": "H100-PCIe",
+        "H200 (SXM)": "H200",
+        "MI300X": "MI300X",
+        "GeForce RTX 4090": "RTX-4090",
+        "RTX A6000": "RTX-A6000",
+    }
+    with open(SHARED / "gpu_specs.csv", encoding="utf-8") as handle:
+        reference = {row["gpu_model"]: row for row in csv.DictReader(handle)}
+    for theirs, ours in pairs.items():
+        spec = catalog().resolve(ours)
+        row = reference[theirs]
+        assert spec.memory_gb == float(row["memory_gb"]), ours
+        assert spec.bf16_tflops == pytest.approx(float(row["bf16_fp16_dense_tensor_tflops"]), rel=0.01), ours
