@@ -12,6 +12,7 @@ from typing import Any
 
 _TABLE: list[tuple[str, str]] = [
     # (command name, "module:function")
+    ("estimate", "estimate:estimate_command"),
     ("prices", "prices:prices_command"),
     ("history", "history:history_command"),
     ("sql", "sql:sql_command"),

@@ -1,0 +1,41 @@
+"""Training FLOPs: 6.N.D for the weights, plus attention when the architecture is known.
+
+Convention (PaLM, arXiv:2204.02311 appendix B; Megatron-LM): per token, a full training step costs
+6.N_active FLOPs in the weight matmuls plus 12.L.d.S in attention scores and values (forward and
+backward, no credit taken for the causal mask). Fine-tuning with frozen base weights (LoRA, QLoRA)
+skips the weight-gradient matmuls: 4.N per token instead of 6.N, the adapters' own cost is negligible.
+MFU figures in this project are always relative to these "model FLOPs", never to hardware FLOPs that
+count activation recomputation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from optimizer.models import ModelSpec
+
+METHODS = ("full", "lora", "qlora")
+WEIGHT_FLOPS_PER_PARAM = {"full": 6.0, "lora": 4.0, "qlora": 4.0}
+
+
+@dataclass(frozen=True, slots=True)
+class Flops:
+    weights: float
+    attention: float
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.attention
+
+
+def training_flops(model: ModelSpec, tokens: float, *, method: str = "full", seq_len: int | None = None) -> Flops:
+    """FLOPs of one pass over ``tokens``; attention only with a known architecture or an explicit --seq-len."""
+    weights = WEIGHT_FLOPS_PER_PARAM[method] * model.active_params * tokens
+    seq = seq_len if seq_len is not None else (model.train_seq_len if model.preset else None)
+    attention = 0.0
+    if seq is not None:
+        per_token = 12.0 * model.layers * model.hidden * seq
+        if method != "full":
+            per_token *= WEIGHT_FLOPS_PER_PARAM[method] / 6.0
+        attention = per_token * tokens
+    return Flops(weights=weights, attention=attention)

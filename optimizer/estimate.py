@@ -1,0 +1,188 @@
+"""``costopt estimate``: FLOPs, realized MFU, GPU-hours and wall time with a range, and memory fit.
+
+The one place where a model, a token count, a GPU and a GPU count become hours. ``costopt plan``
+calls ``estimate`` once per (GPU, GPUs per instance, instances, fabric) it considers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from optimizer import mfu as mfu_model
+from optimizer.compute import METHODS, Flops, training_flops
+from optimizer.memory import MemoryFit, memory_fit
+from optimizer.models import ModelSpec
+from warehouse.errors import UsageError
+from warehouse.gpus import GpuSpec
+
+PRECISIONS = ("bf16", "fp8")
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    low: float
+    expected: float
+    high: float
+
+    def scaled(self, factor: float) -> Range:
+        return Range(self.low * factor, self.expected * factor, self.high * factor)
+
+    def as_dict(self) -> dict[str, float]:
+        return {"low": self.low, "expected": self.expected, "high": self.high}
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """What is being trained, independent of where."""
+
+    model: ModelSpec
+    tokens: float
+    method: str = "full"
+    precision: str = "bf16"
+    seq_len: int | None = None  # None: the preset's training length (attention counted), else none
+    micro_batch: int = 1
+    checkpointing: bool = True
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise UsageError(f"--method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.precision not in PRECISIONS:
+            raise UsageError(f"--precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.tokens <= 0:
+            raise UsageError("--tokens must be positive")
+        if self.seq_len is not None and self.seq_len <= 0:
+            raise UsageError("--seq-len must be positive")
+        if self.micro_batch <= 0:
+            raise UsageError("--micro-batch must be positive")
+
+    @property
+    def memory_seq_len(self) -> int:
+        return self.seq_len or self.model.train_seq_len
+
+    def flops(self) -> Flops:
+        return training_flops(self.model, self.tokens, method=self.method, seq_len=self.seq_len)
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    job: Job
+    gpu: GpuSpec
+    gpus: int
+    gpus_per_node: int
+    fabric: str
+    flops: Flops
+    mfu: Range
+    gpu_hours: Range  # low = fastest plausible outcome
+    wall_hours: Range
+    memory: MemoryFit
+    factors: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        model = self.job.model
+        return {
+            "model": {
+                "name": model.name,
+                "preset": model.preset,
+                "total_params": model.total_params,
+                "active_params": model.active_params,
+                "layers": model.layers,
+                "hidden": model.hidden,
+                "moe": model.moe,
+                "source": model.source,
+            },
+            "tokens": self.job.tokens,
+            "flops": self.flops.total,
+            "gpu": self.gpu.name,
+            "gpus": self.gpus,
+            "mfu": self.mfu.as_dict(),
+            "gpu_hours": self.gpu_hours.as_dict(),
+            "wall_hours": self.wall_hours.as_dict(),
+            "memory": self.memory.as_dict(),
+            "assumptions": assumptions(self),
+        }
+
+
+def assumptions(est: Estimate) -> dict[str, Any]:
+    job = est.job
+    return {
+        "method": job.method,
+        "precision": job.precision,
+        "peak_tflops_per_gpu": mfu_model.peak_flops(est.gpu, job.precision) / 1e12,
+        "flops_weights": est.flops.weights,
+        "flops_attention": est.flops.attention,
+        "attention_seq_len": job.seq_len or (job.model.train_seq_len if job.model.preset else None),
+        "memory_seq_len": job.memory_seq_len,
+        "micro_batch": job.micro_batch,
+        "activation_checkpointing": job.checkpointing,
+        "gpus_per_node": est.gpus_per_node,
+        "inter_node_fabric": est.fabric,
+        "intra_node": est.gpu.intra_node,
+        "mfu_factors": est.factors,
+        "mfu_basis": "calibrated on published whole training runs (optimizer/data/calibration_runs.csv)",
+        "sharding": "ZeRO-3/FSDP across all GPUs of the job",
+    }
+
+
+def estimate(
+    job: Job,
+    gpu: GpuSpec,
+    gpus: int,
+    *,
+    gpus_per_node: int = 8,
+    fabric: str = "rdma",
+    mfu_override: float | None = None,
+) -> Estimate:
+    """Time and memory of ``job`` on ``gpus`` of ``gpu``; ``fabric`` is the network between nodes."""
+    if gpus <= 0:
+        raise UsageError(f"--gpus must be a positive whole number, got {gpus}")
+    if gpus_per_node <= 0:
+        raise UsageError("--gpus-per-node must be positive")
+    if fabric not in mfu_model.FABRICS:
+        raise UsageError(f"--fabric must be one of {', '.join(mfu_model.FABRICS)}, got {fabric!r}")
+    if job.precision == "fp8" and gpu.fp8_tflops is None:
+        raise UsageError(f"{gpu.name} has no FP8 tensor cores; use --precision bf16")
+    model = job.model
+    if mfu_override is not None:
+        if not 0 < mfu_override <= 1:
+            raise UsageError(f"--mfu must be between 0 and 1, got {mfu_override:g}")
+        mfu = Range(mfu_override, mfu_override, mfu_override)
+        factors = {"override": mfu_override}
+    else:
+        m = mfu_model.realized_mfu(
+            gpu,
+            active_params=model.active_params,
+            gpus=gpus,
+            gpus_per_node=gpus_per_node,
+            fabric=fabric,
+            moe=model.moe,
+            method=job.method,
+            precision=job.precision,
+        )
+        mfu = Range(m.low, m.expected, m.high)
+        factors = m.factors
+    flops = job.flops()
+    peak = mfu_model.peak_flops(gpu, job.precision)
+    # GPU-hours are inversely proportional to MFU: the high MFU gives the low (fastest) figure
+    gpu_hours = Range(*(flops.total / (peak * u) / 3600 for u in (mfu.high, mfu.expected, mfu.low)))
+    return Estimate(
+        job=job,
+        gpu=gpu,
+        gpus=gpus,
+        gpus_per_node=min(gpus_per_node, gpus),
+        fabric=fabric,
+        flops=flops,
+        mfu=mfu,
+        gpu_hours=gpu_hours,
+        wall_hours=gpu_hours.scaled(1 / gpus),
+        memory=memory_fit(
+            model,
+            method=job.method,
+            gpu_memory_gb=gpu.memory_gb,
+            gpus=gpus,
+            seq_len=job.memory_seq_len,
+            micro_batch=job.micro_batch,
+            checkpointing=job.checkpointing,
+        ),
+        factors=factors,
+    )

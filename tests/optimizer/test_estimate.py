@@ -1,0 +1,210 @@
+"""Estimator: parsing, FLOPs and memory against hand-computed values, MFU monotonicity, CLI contract."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from optimizer import mfu as mfu_model
+from optimizer.calibration import predict, rows, summarize
+from optimizer.compute import training_flops
+from optimizer.estimate import Job, estimate
+from optimizer.memory import memory_fit
+from optimizer.models import PRESETS, check_shape, resolve_model
+from optimizer.units import parse_count, parse_duration_hours
+from warehouse.errors import UsageError
+from warehouse.gpus import catalog
+
+GPUS = catalog()
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("8B", 8e9), ("1.3b", 1.3e9), ("175e9", 175e9), ("500M", 5e8), ("1.5T", 1.5e12), ("2e12", 2e12), ("100k", 1e5)],
+)
+def test_parse_count(text, value):
+    assert parse_count(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["100Q", "", "B", "-5B", "0", "1.2.3B"])
+def test_parse_count_rejects_with_the_accepted_forms(text):
+    with pytest.raises(UsageError, match=r"500M|positive"):
+        parse_count(text, what="--tokens")
+
+
+@pytest.mark.parametrize(("text", "hours"), [("14d", 336), ("36h", 36), ("2w", 336), ("90min", 1.5), ("12", 12)])
+def test_parse_duration(text, hours):
+    assert parse_duration_hours(text) == pytest.approx(hours)
+
+
+def test_parse_duration_rejects_words():
+    with pytest.raises(UsageError, match="14d"):
+        parse_duration_hours("tomorrow", what="--deadline")
+
+
+def test_every_preset_shape_reproduces_its_parameter_count():
+    for spec in PRESETS.values():
+        if not spec.moe:
+            assert check_shape(spec) < 0.01, spec.name
+
+
+def test_unknown_preset_lists_the_presets():
+    with pytest.raises(UsageError, match=r"llama3-8b.*deepseek-v3"):
+        resolve_model("llama9-8b")
+
+
+def test_aliases_and_moe_presets():
+    assert resolve_model("Llama-3-8B").name == "llama3-8b"
+    mixtral = resolve_model("mixtral-8x7b")
+    assert mixtral.moe and mixtral.active_params == 12.9e9
+    custom = resolve_model("47B", active_params="13B")
+    assert custom.total_params == 47e9 and custom.active_params == 13e9 and custom.moe
+    with pytest.raises(UsageError):
+        resolve_model("8B", active_params="9B")
+
+
+def test_flops_bare_count_is_6nd():
+    assert training_flops(resolve_model("8B"), 100e9).total == pytest.approx(4.8e21)
+
+
+def test_flops_preset_adds_attention_by_hand():
+    # llama3-8b: 6 * 8.03e9 * 1e12 + 12 * 32 layers * 4096 width * 8192 seq * 1e12
+    f = training_flops(resolve_model("llama3-8b"), 1e12)
+    assert f.weights == pytest.approx(6 * 8.03e9 * 1e12)
+    assert f.attention == pytest.approx(12 * 32 * 4096 * 8192 * 1e12)
+
+
+def test_lora_flops_are_two_thirds():
+    model = resolve_model("8B")
+    assert training_flops(model, 1e9, method="lora").total == pytest.approx(4 * 8e9 * 1e9)
+
+
+def test_anchor_8b_100b_on_8_a100():
+    """The brief's anchor: 4.8e21 FLOPs; at 40 % MFU 8 x A100 take ~55 days; our range must contain it."""
+    est = estimate(Job(resolve_model("8B"), 100e9), GPUS.resolve("A100"), 8)
+    assert est.flops.total == pytest.approx(4.8e21)
+    days = [h / 24 for h in (est.wall_hours.low, est.wall_hours.expected, est.wall_hours.high)]
+    assert days[0] < 55.6 < days[2]
+    assert 35 < days[1] < 60  # nowhere near the folklore 7-10 days
+    at_40 = estimate(Job(resolve_model("8B"), 100e9), GPUS.resolve("A100"), 8, mfu_override=0.4)
+    assert at_40.wall_hours.expected / 24 == pytest.approx(4.8e21 / (8 * 312e12 * 0.4) / 86400)
+
+
+def test_memory_full_training_by_hand():
+    fit = memory_fit(resolve_model("8B"), method="full", gpu_memory_gb=80, gpus=8, seq_len=4096)
+    assert fit.total_gb == pytest.approx(16 * 8e9 / 1e9)
+    assert fit.min_gpus == 2  # 128 GB of states + activations over 72 GB usable cards
+    assert fit.fits
+
+
+def test_memory_qlora_fits_a_consumer_card_and_full_does_not():
+    model = resolve_model("llama3-8b")
+    assert memory_fit(model, method="qlora", gpu_memory_gb=24, gpus=1, seq_len=2048).fits
+    full = memory_fit(model, method="full", gpu_memory_gb=24, gpus=1, seq_len=2048)
+    assert not full.fits and full.min_gpus is not None and full.min_gpus > 5
+    assert "at least" in full.reason
+
+
+def test_too_few_gpus_is_an_answer_not_an_error():
+    est = estimate(Job(resolve_model("llama3-70b"), 1e12), GPUS.resolve("H100"), 8)
+    # states 16 B x 70.6e9; activations at seq 8192: 8192 x (8192 x (80 x 2 + 34) + 4 x 128256) B = 17.2 GB
+    activations = 8192 * (8192 * (80 * 2 + 34) + 4 * 128256) / 1e9
+    assert est.memory.activations_gb == pytest.approx(activations)
+    assert not est.memory.fits and est.memory.min_gpus == math.ceil(16 * 70.6 / (72 - activations)) == 21
+
+
+def test_mfu_falls_with_more_nodes_and_weaker_links():
+    h100 = GPUS.resolve("H100")
+    values = [mfu_model.realized_mfu(h100, active_params=70e9, gpus=n, gpus_per_node=8).expected for n in (8, 64, 1024)]
+    assert values[0] > values[1] > values[2]
+    ib = mfu_model.realized_mfu(h100, active_params=70e9, gpus=64, gpus_per_node=8, fabric="rdma").expected
+    eth = mfu_model.realized_mfu(h100, active_params=70e9, gpus=64, gpus_per_node=8, fabric="ethernet").expected
+    assert eth < ib
+    rtx = GPUS.resolve("RTX 4090")
+    one = mfu_model.realized_mfu(rtx, active_params=7e9, gpus=1, gpus_per_node=8).expected
+    eight = mfu_model.realized_mfu(rtx, active_params=7e9, gpus=8, gpus_per_node=8).expected
+    assert eight < one  # PCIe inside the box
+
+
+def test_mfu_rises_with_model_size_up_to_7b_and_h100_sustains_less_than_a100():
+    a100 = GPUS.resolve("A100")
+    small, mid, big = (
+        mfu_model.realized_mfu(a100, active_params=n, gpus=8, gpus_per_node=8).expected for n in (1e8, 1e9, 7e9)
+    )
+    assert small < mid < big
+    h100 = mfu_model.realized_mfu(GPUS.resolve("H100"), active_params=7e9, gpus=8, gpus_per_node=8).expected
+    assert h100 < big
+
+
+def test_fp8_is_faster_but_not_twice_and_only_where_it_exists():
+    job = Job(resolve_model("llama3-8b"), 1e12)
+    bf16 = estimate(job, GPUS.resolve("H100"), 64)
+    fp8 = estimate(Job(resolve_model("llama3-8b"), 1e12, precision="fp8"), GPUS.resolve("H100"), 64)
+    assert bf16.wall_hours.expected / fp8.wall_hours.expected == pytest.approx(mfu_model.FP8_GAIN)
+    with pytest.raises(UsageError, match="no FP8"):
+        estimate(Job(resolve_model("8B"), 1e9, precision="fp8"), GPUS.resolve("A100"), 8)
+
+
+def test_low_is_fastest_and_ranges_are_ordered():
+    est = estimate(Job(resolve_model("13B"), 3e11), GPUS.resolve("H200"), 32)
+    assert est.gpu_hours.low < est.gpu_hours.expected < est.gpu_hours.high
+    assert est.mfu.low < est.mfu.expected < est.mfu.high
+    assert est.wall_hours.expected == pytest.approx(est.gpu_hours.expected / 32)
+
+
+def test_calibration_acceptance_figures():
+    """The measured accuracy the README states (bench/calibration.py prints the same)."""
+    summary = summarize([predict(row) for row in rows()])
+    assert summary.runs >= 25
+    assert summary.inside_range >= 0.85
+    assert summary.median_width <= 2.2
+    assert summary.within_band >= 0.70
+    assert 0.85 <= summary.median_ratio <= 1.15
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "cli.app", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_cli_json_contract():
+    out = run_cli(
+        "estimate", "--model", "65B", "--tokens", "1.4T", "--gpu", "A100-80GB", "--gpus", "2048", "--format", "json"
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert set(data) >= {
+        "model",
+        "tokens",
+        "flops",
+        "gpu",
+        "gpus",
+        "mfu",
+        "gpu_hours",
+        "wall_hours",
+        "memory",
+        "assumptions",
+    }
+    assert data["gpu"] == "A100-80GB" and data["gpus"] == 2048 and data["tokens"] == 1.4e12
+    assert data["flops"] == pytest.approx(6 * 65e9 * 1.4e12)
+    assert set(data["memory"]) >= {"total_gb", "per_gpu_gb", "min_gpus", "fits", "reason"}
+    # LLaMA-65B published 1,022,362 GPU-hours on 2048 A100-80GB: inside the range
+    assert data["gpu_hours"]["low"] < 1_022_362 < data["gpu_hours"]["high"]
+
+
+def test_cli_does_not_fit_is_exit_0_and_bad_input_is_one_line_exit_2():
+    out = run_cli(
+        "estimate", "--model", "llama3-70b", "--tokens", "1T", "--gpu", "RTX 4090", "--gpus", "4", "-f", "json"
+    )
+    assert out.returncode == 0
+    memory = json.loads(out.stdout)["memory"]
+    assert memory["fits"] is False and memory["min_gpus"] > 4 and memory["reason"]
+    for bad in (["--tokens", "100Q"], ["--gpus", "-1"], ["--gpu", "H1000"], ["--model", "gpt9"]):
+        args = {"--model": "8B", "--tokens": "1T", "--gpu": "H100", "--gpus": "8"}
+        args[bad[0]] = bad[1]
+        out = run_cli("estimate", *[x for kv in args.items() for x in kv])
+        assert out.returncode == 2, (bad, out.stderr)
+        assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
