@@ -96,7 +96,9 @@ def print_table(
         table.add_column(name, overflow="fold")
     for row in rows:
         table.add_row(*row)
-    Console(file=out or sys.stdout, width=None if out is None else 200).print(table)
+    stream = out or sys.stdout
+    interactive = out is None and stream.isatty()
+    Console(file=stream, width=None if interactive else 200).print(table)  # pipes and logs get full rows
 
 
 def note(message: str) -> None:

@@ -53,12 +53,14 @@ def ensure_prices(path: Path) -> None:
 
 
 def load_snapshot(path: Path) -> None:
+    from scraper.providers import NAMES
     from scraper.refresh import refresh
     from scraper.replay import recorded_at
     from warehouse.paths import snapshot_dir
 
     root = snapshot_dir()
-    outcomes = refresh(path, replay=root, mode="snapshot", keep_raw=False)
+    recorded = [name for name in NAMES if (root / name / "replay.json").is_file()]
+    outcomes = refresh(path, recorded, replay=root, mode="snapshot", keep_raw=False)
     loaded = [o.provider for o in outcomes if o.status == "ok"]
     dates = sorted({recorded_at(root / name).strftime("%Y-%m-%d") for name in loaded})
     note(

@@ -12,7 +12,9 @@ from typing import Any
 
 _TABLE: list[tuple[str, str]] = [
     # (command name, "module:function")
+    ("plan", "plan:plan_command"),
     ("estimate", "estimate:estimate_command"),
+    ("breakeven", "breakeven:breakeven_command"),
     ("prices", "prices:prices_command"),
     ("history", "history:history_command"),
     ("sql", "sql:sql_command"),
