@@ -116,14 +116,17 @@ def check_run(con: duckdb.DuckDBPyConnection, run_id: int) -> list[Alert]:
             [provider, run_id, RECENT_RUNS],
         ).fetchall()
     ]
-    if usual and offers < FEWER_OFFERS_RATIO * statistics.median(usual):
+    # A run that skipped unchanged sources (AWS regions whose publication did not change) parses only
+    # part of the provider's offers; the prices it carried forward are still listed, so they count.
+    listed = max(offers or 0, _one(con, "SELECT count(*) FROM current_prices WHERE provider = ?", [provider]))
+    if status == "ok" and usual and listed < FEWER_OFFERS_RATIO * statistics.median(usual):
         alerts.append(
             Alert(
                 run_id,
                 provider,
                 "fewer_offers",
                 "warning",
-                f"{provider}: {offers} offers, far fewer than usual (median {statistics.median(usual):.0f} "
+                f"{provider}: {listed} offers, far fewer than usual (median {statistics.median(usual):.0f} "
                 f"over the last {len(usual)} runs) — did the source change?",
             )
         )

@@ -60,6 +60,17 @@ def test_far_fewer_offers_than_usual(con, make_record):
     assert alerts["offers_gone"].severity == "warning"
 
 
+def test_unchanged_sources_carried_forward_are_not_fewer_offers(con, make_record):
+    """An AWS night where every region's publication was unchanged parses only the spot feed."""
+    for night in range(3):
+        nightly(con, make_record, night, [f"t{i}" for i in range(10)])
+    at = T0 + 3 * DAY
+    spot = [make_record("s1", 0.5, gpu="L4", gpu_count=1, pricing="spot", at=at)]
+    region = make_record("t0", 1.0, gpu="L4", gpu_count=1, at=at).region
+    run = load_run(con, RunRecord("aws", "live", at, at, prices=spot, carried={(region, "on_demand")}))
+    assert "fewer_offers" not in kinds(check_run(con, run.run_id))
+
+
 def test_failing_three_runs_in_a_row(con, make_record):
     nightly(con, make_record, 0, ["a"])
     ids = [record_failure(con, provider="aws", mode="live", started_at=T0, error=f"HTTP 503 #{i}") for i in range(3)]
