@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cli.options import FormatOption
 from cli.output import Format
+
+if TYPE_CHECKING:
+    from optimizer.estimate import Job
 
 ModelOption = Annotated[
     str,
@@ -32,6 +35,32 @@ CheckpointOption = Annotated[
 ]
 
 
+def build_job(
+    model: str,
+    tokens: str,
+    active_params: str | None,
+    method: str,
+    precision: str,
+    seq_len: int | None,
+    micro_batch: int,
+    checkpointing: bool,
+) -> Job:
+    """The job the model options describe; shared by ``estimate`` and ``plan``."""
+    from optimizer.estimate import Job
+    from optimizer.models import resolve_model
+    from optimizer.units import parse_count
+
+    return Job(
+        model=resolve_model(model, active_params=active_params),
+        tokens=parse_count(tokens, what="--tokens"),
+        method=method,
+        precision=precision,
+        seq_len=seq_len,
+        micro_batch=micro_batch,
+        checkpointing=checkpointing,
+    )
+
+
 def estimate_command(
     model: ModelOption,
     tokens: TokensOption,
@@ -52,20 +81,11 @@ def estimate_command(
 ) -> None:
     """Training FLOPs, realized MFU, GPU-hours and wall time (low / expected / high), and memory fit."""
     from cli.output import print_table, to_json
-    from optimizer.estimate import Job, estimate
-    from optimizer.models import resolve_model
-    from optimizer.units import human_count, human_hours, parse_count
+    from optimizer.estimate import estimate
+    from optimizer.units import human_count, human_hours
     from warehouse.gpus import catalog
 
-    job = Job(
-        model=resolve_model(model, active_params=active_params),
-        tokens=parse_count(tokens, what="--tokens"),
-        method=method,
-        precision=precision,
-        seq_len=seq_len,
-        micro_batch=micro_batch,
-        checkpointing=checkpointing,
-    )
+    job = build_job(model, tokens, active_params, method, precision, seq_len, micro_batch, checkpointing)
     est = estimate(job, catalog().resolve(gpu), gpus, gpus_per_node=gpus_per_node, fabric=fabric, mfu_override=mfu)
     data = est.as_dict()
     if format is Format.json:

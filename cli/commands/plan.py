@@ -16,6 +16,7 @@ from cli.commands.estimate import (
     PrecisionOption,
     SeqLenOption,
     TokensOption,
+    build_job,
 )
 from cli.options import DbOption, FormatOption
 from cli.output import Format
@@ -79,21 +80,11 @@ def plan_command(
     from cli.output import emit, to_json
     from cli.warehouse_access import open_for_reading
     from optimizer import inputs
-    from optimizer.estimate import Job
-    from optimizer.models import resolve_model
     from optimizer.plan import Constraints, build_plan
-    from optimizer.units import parse_count, parse_duration_hours, positive
+    from optimizer.units import parse_duration_hours, positive
     from warehouse.gpus import catalog
 
-    job = Job(
-        model=resolve_model(model, active_params=active_params),
-        tokens=parse_count(tokens, what="--tokens"),
-        method=method,
-        precision=precision,
-        seq_len=seq_len,
-        micro_batch=micro_batch,
-        checkpointing=checkpointing,
-    )
+    job = build_job(model, tokens, active_params, method, precision, seq_len, micro_batch, checkpointing)
     constraints = Constraints(
         gpus=tuple(gpu or ()),
         providers=tuple(provider or ()),
