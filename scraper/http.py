@@ -261,7 +261,7 @@ class Fetcher:
             except BaseException:
                 path.unlink(missing_ok=True)
                 raise
-            self.bytes_downloaded += response.num_bytes_downloaded
+            self.bytes_downloaded += response.num_bytes_downloaded or size  # replayed bodies are not counted by httpx
             return b"", path
         chunks: list[bytes] = []
         async for chunk in response.aiter_bytes():
@@ -269,7 +269,7 @@ class Fetcher:
             if size > cap:
                 raise ProviderError(f"{self.provider}: {url} exceeds the {cap}-byte cap")
             chunks.append(chunk)
-        self.bytes_downloaded += response.num_bytes_downloaded
+        self.bytes_downloaded += response.num_bytes_downloaded or size  # replayed bodies are not counted by httpx
         return b"".join(chunks), None
 
     def _keep_validators(self, url: str, response: httpx.Response) -> None:

@@ -18,13 +18,11 @@ REGISTRY: dict[str, str] = {
     "azure": "scraper.providers.azure:AzureProvider",
     "coreweave": "scraper.providers.coreweave:CoreWeaveProvider",
     "gcp": "scraper.providers.gcp:GcpProvider",
+    "lambda": "scraper.providers.lambda_cloud:LambdaProvider",
     "vastai": "scraper.providers.vastai:VastProvider",
 }
-# The brief's other four sources, not written yet (issue 3 stays open); listed so that the gap is
-# visible in one place and tests/scraper/test_registry.py can say what is missing.
-PLANNED: dict[str, str] = {
-    "lambda": "scraper.providers.lambda_cloud:LambdaProvider",
-}
+# Sources named but not written yet; a module listed here may exist before it is registered.
+PLANNED: dict[str, str] = {}
 NAMES: tuple[str, ...] = tuple(REGISTRY)
 
 

@@ -41,7 +41,6 @@ def test_every_provider_class_is_registered_and_every_entry_resolves():
         assert all(var.startswith("COSTOPT_") for var in cls.base_urls), cls.base_urls
 
 
-@pytest.mark.xfail(reason="Lambda is not implemented yet (issue 3)", strict=True)
 def test_the_six_providers_of_the_brief():
     assert set(package.NAMES) == {"aws", "gcp", "azure", "lambda", "coreweave", "vastai"}
 
