@@ -128,7 +128,12 @@ def build_plan(
             continue
         per_instance = int(per_instance)
         fabric = _fabric(offer["provider"], gpu, per_instance)
-        probe = estimate(job, gpu, per_instance, gpus_per_node=per_instance, fabric=fabric, mfu_override=mfu_override)
+        probe_key = (gpu.name, per_instance, 1, fabric)  # one instance: the memory probe, shared by equal offers
+        if probe_key not in cache:
+            cache[probe_key] = estimate(
+                job, gpu, per_instance, gpus_per_node=per_instance, fabric=fabric, mfu_override=mfu_override
+            )
+        probe = cache[probe_key]
         if probe.memory.min_gpus is None:
             dropped.append({"offer": label, "reason": probe.memory.reason})
             continue
