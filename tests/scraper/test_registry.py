@@ -7,12 +7,14 @@ import importlib
 import inspect
 import pkgutil
 
+import httpx
 import pytest
 
 import scraper.providers as package
 from scraper.base import Provider
 from scraper.http import Fetcher, RetryPolicy
 from scraper.refresh import _replay_client
+from scraper.replay import ReplayTransport, load_manifest, recorded_at
 from scraper.validate import problems
 from tests.conftest import REPO
 from warehouse.gpus import catalog
@@ -82,3 +84,47 @@ def test_shared_invariants_over_each_providers_recordings(name):
         assert record.usd_per_gpu_hour == pytest.approx(record.usd_per_hour / record.gpu_count)
         assert record.source.startswith("https://"), record.source
         assert record.observed_at.tzinfo is not None
+
+
+class _Flaky(httpx.AsyncBaseTransport):
+    """Answers each URL's first request with a failure, then serves the recording."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, failure: str) -> None:
+        self.inner, self.failure, self.seen = inner, failure, set()
+        self.failures = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        key = str(request.url)
+        if key not in self.seen:
+            self.seen.add(key)
+            self.failures += 1
+            if self.failure == "timeout":
+                raise httpx.ReadTimeout("timed out", request=request)
+            return httpx.Response(int(self.failure))  # 429 without Retry-After (as Vast sends), or a 5xx
+        return await self.inner.handle_async_request(request)
+
+
+@pytest.mark.parametrize("failure", ["429", "503", "timeout"])
+@pytest.mark.parametrize("name", package.NAMES)
+def test_every_provider_retries_a_transient_failure_and_gets_the_same_prices(name, failure):
+    provider = package.provider_class(name).from_env({}, replay=True)
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    async def go():
+        transport = _Flaky(ReplayTransport(load_manifest(FIXTURES / name)), failure)
+        client = httpx.AsyncClient(transport=transport)
+        fetcher = Fetcher(client=client, provider=name, retry=RetryPolicy(attempts=2), sleep=sleep,
+                          clock=lambda: recorded_at(FIXTURES / name))  # fmt: skip
+        try:
+            return await provider.fetch(fetcher), transport.failures
+        finally:
+            await client.aclose()
+
+    payloads, failures = asyncio.run(go())
+    assert failures >= 1 and len(slept) == failures
+    assert {r.key: r.usd_per_hour for r in provider.parse(payloads).prices} == {
+        r.key: r.usd_per_hour for r in replay_parse(name).prices
+    }
