@@ -43,6 +43,7 @@ class Job:
     seq_len: int | None = None  # None: the preset's training length (attention counted), else none
     micro_batch: int = 1
     checkpointing: bool = True
+    recompute: str = "selective"  # MFU: "full" recomputes every layer's forward pass (a third more FLOPs)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -55,6 +56,8 @@ class Job:
             raise UsageError("--seq-len must be positive")
         if self.micro_batch <= 0:
             raise UsageError("--micro-batch must be positive")
+        if self.recompute not in mfu_model.RECOMPUTE:
+            raise UsageError(f"--recompute must be one of {', '.join(mfu_model.RECOMPUTE)}, got {self.recompute!r}")
 
     @property
     def memory_seq_len(self) -> int:
@@ -115,6 +118,7 @@ def assumptions(est: Estimate) -> dict[str, Any]:
         "memory_seq_len": job.memory_seq_len,
         "micro_batch": job.micro_batch,
         "activation_checkpointing": job.checkpointing,
+        "recompute": job.recompute,
         "gpus_per_node": est.gpus_per_node,
         "inter_node_fabric": est.fabric,
         "intra_node": est.gpu.intra_node,
@@ -158,6 +162,7 @@ def estimate(
             moe=model.moe,
             method=job.method,
             precision=job.precision,
+            recompute=job.recompute,
         )
         mfu = Range(m.low, m.expected, m.high)
         factors = m.factors

@@ -33,6 +33,13 @@ MicroBatchOption = Annotated[int, typer.Option("--micro-batch", help="Sequences 
 CheckpointOption = Annotated[
     bool, typer.Option("--checkpointing/--no-checkpointing", help="Activation checkpointing (memory).")
 ]
+RecomputeOption = Annotated[
+    str,
+    typer.Option(
+        "--recompute",
+        help="selective (default) | full: recompute every layer's forward pass, a third more compute (MFU x0.75).",
+    ),
+]
 
 
 def build_job(
@@ -44,6 +51,7 @@ def build_job(
     seq_len: int | None,
     micro_batch: int,
     checkpointing: bool,
+    recompute: str = "selective",
 ) -> Job:
     """The job the model options describe; shared by ``estimate`` and ``plan``."""
     from optimizer.estimate import Job
@@ -58,6 +66,7 @@ def build_job(
         seq_len=seq_len,
         micro_batch=micro_batch,
         checkpointing=checkpointing,
+        recompute=recompute,
     )
 
 
@@ -76,6 +85,7 @@ def estimate_command(
     seq_len: SeqLenOption = None,
     micro_batch: MicroBatchOption = 1,
     checkpointing: CheckpointOption = True,
+    recompute: RecomputeOption = "selective",
     mfu: MfuOption = None,
     format: FormatOption = Format.table,
 ) -> None:
@@ -85,7 +95,7 @@ def estimate_command(
     from optimizer.units import human_count, human_hours
     from warehouse.gpus import catalog
 
-    job = build_job(model, tokens, active_params, method, precision, seq_len, micro_batch, checkpointing)
+    job = build_job(model, tokens, active_params, method, precision, seq_len, micro_batch, checkpointing, recompute)
     est = estimate(job, catalog().resolve(gpu), gpus, gpus_per_node=gpus_per_node, fabric=fabric, mfu_override=mfu)
     data = est.as_dict()
     if format is Format.json:

@@ -14,6 +14,7 @@ from cli.commands.estimate import (
     MicroBatchOption,
     ModelOption,
     PrecisionOption,
+    RecomputeOption,
     SeqLenOption,
     TokensOption,
     build_job,
@@ -72,6 +73,7 @@ def plan_command(
     seq_len: SeqLenOption = None,
     micro_batch: MicroBatchOption = 1,
     checkpointing: CheckpointOption = True,
+    recompute: RecomputeOption = "selective",
     mfu: MfuOption = None,
     db: DbOption = None,
     format: FormatOption = Format.table,
@@ -84,7 +86,7 @@ def plan_command(
     from optimizer.units import parse_duration_hours, positive
     from warehouse.gpus import catalog
 
-    job = build_job(model, tokens, active_params, method, precision, seq_len, micro_batch, checkpointing)
+    job = build_job(model, tokens, active_params, method, precision, seq_len, micro_batch, checkpointing, recompute)
     constraints = Constraints(
         gpus=tuple(gpu or ()),
         providers=tuple(provider or ()),
@@ -208,7 +210,8 @@ def _explain(job) -> None:
     print(f"  FLOPs: 6 x N_active x D{' + attention 12.L.d.S per token' if job.flops().attention else ''} (PaLM)")
     print(
         f"  realized MFU: base {mfu.BASE} on A100-80GB x bandwidth-per-FLOP^{mfu.BANDWIDTH_EXPONENT} "
-        f"x size^{mfu.SIZE_EXPONENT} (below 7B) x node scaling {mfu.NODE_PENALTY} x MoE {mfu.MOE}; "
+        f"x scale-out (below ~{mfu.THIN_PARAMS_PER_GPU:.0e} active params per GPU) x node scaling {mfu.NODE_PENALTY} "
+        f"x MoE {mfu.MOE} x {mfu.RECOMPUTE_FULL} with --recompute full; "
         f"band x{mfu.BAND_LOW}-x{mfu.BAND_HIGH}: calibrated on published whole runs (bench/calibration.py)"
     )
     print(f"  FP8 speed-up over BF16: x{mfu.FP8_GAIN} (torchtitan, OLMo-core published throughputs)")

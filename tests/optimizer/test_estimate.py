@@ -130,14 +130,32 @@ def test_mfu_falls_with_more_nodes_and_weaker_links():
     assert eight < one  # PCIe inside the box
 
 
-def test_mfu_rises_with_model_size_up_to_7b_and_h100_sustains_less_than_a100():
+def test_a_model_spread_thin_sustains_less_and_h100_sustains_less_than_a100():
     a100 = GPUS.resolve("A100")
-    small, mid, big = (
-        mfu_model.realized_mfu(a100, active_params=n, gpus=8, gpus_per_node=8).expected for n in (1e8, 1e9, 7e9)
-    )
-    assert small < mid < big
-    h100 = mfu_model.realized_mfu(GPUS.resolve("H100"), active_params=7e9, gpus=8, gpus_per_node=8).expected
-    assert h100 < big
+    h100 = GPUS.resolve("H100")
+    # 8B on 8192 GPUs is ~1M active parameters per GPU: the per-step sync cannot be hidden
+    thin = mfu_model.realized_mfu(h100, active_params=8e9, gpus=8192, gpus_per_node=8)
+    wide = mfu_model.realized_mfu(h100, active_params=70e9, gpus=8192, gpus_per_node=8)
+    assert thin.factors["scale_out"] == pytest.approx(1 / (1 + (1e6 * 8192 / 8e9) ** 2))
+    assert thin.expected < 0.6 * wide.expected
+    # on a job-sized cluster the term is negligible, and more GPUs never raise per-GPU MFU
+    one_node = mfu_model.realized_mfu(a100, active_params=1e8, gpus=8, gpus_per_node=8)
+    assert one_node.factors["scale_out"] > 0.99
+    series = [mfu_model.realized_mfu(a100, active_params=1e9, gpus=n, gpus_per_node=8).expected for n in (8, 64, 512)]
+    assert series == sorted(series, reverse=True)
+    big = mfu_model.realized_mfu(a100, active_params=7e9, gpus=8, gpus_per_node=8).expected
+    assert mfu_model.realized_mfu(h100, active_params=7e9, gpus=8, gpus_per_node=8).expected < big
+
+
+def test_full_recompute_costs_a_third_more_compute():
+    job = Job(resolve_model("llama3-8b"), 1e12)
+    full = Job(resolve_model("llama3-8b"), 1e12, recompute="full")
+    base = estimate(job, GPUS.resolve("A100"), 64)
+    slower = estimate(full, GPUS.resolve("A100"), 64)
+    assert slower.mfu.expected == pytest.approx(base.mfu.expected * 6 / 8)
+    assert slower.gpu_hours.expected == pytest.approx(base.gpu_hours.expected * 8 / 6)
+    with pytest.raises(UsageError, match="--recompute"):
+        Job(resolve_model("8B"), 1e9, recompute="sometimes")
 
 
 def test_fp8_is_faster_but_not_twice_and_only_where_it_exists():
@@ -162,7 +180,7 @@ def test_calibration_acceptance_figures():
     assert summary.runs >= 25
     assert summary.inside_range >= 0.85
     assert summary.median_width <= 2.2
-    assert summary.within_band >= 0.70
+    assert summary.within_band >= 0.75  # target 0.80, not met: see the README's calibration section
     assert 0.85 <= summary.median_ratio <= 1.15
 
 
