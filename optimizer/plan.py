@@ -213,18 +213,18 @@ def build_plan(
     ):
         if limit is None:
             continue
-        kept = frame.filter(pl.col(column) <= limit)
+        within = frame.filter(pl.col(column) <= limit)
         for row in (
             frame.filter(pl.col(column) > limit)
             .select("provider", "region", "instance_type", "pricing", "instances")
             .iter_rows()
         ):
             dropped.append({"offer": " ".join(map(str, row[:4])) + f" x{row[4]}", "reason": f"over {flag}"})
-        if kept.is_empty():
+        if within.is_empty():
             best = frame.sort(column).row(0, named=True)
             unit = f"{best[column] / 24:.1f} days" if column == "wall_expected" else f"${best[column]:,.0f}"
             raise NoOptions(f"no offer left: {flag} removed the last {frame.height} options (best: {unit})")
-        frame = kept
+        frame = within
     frame = _mark_pareto(frame.sort(["cost_expected", "wall_expected"]))
     return Plan(job=job, options=frame, dropped=dropped)
 

@@ -150,7 +150,8 @@ class LambdaProvider(Provider):
             result.skip("malformed instance type", key)
             return None
         name = str(instance.get("name") or key)
-        specs = instance.get("specs") if isinstance(instance.get("specs"), dict) else {}
+        raw_specs = instance.get("specs")
+        specs: dict[str, Any] = raw_specs if isinstance(raw_specs, dict) else {}
         gpus = specs.get("gpus")
         if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus <= 0:
             result.skip("no GPUs", name)  # cpu_* types
