@@ -29,6 +29,13 @@ def costopt() -> list[str]:
     return [installed] if installed else [sys.executable, "-c", "from cli.app import main; main()"]
 
 
+def verdict(result: subprocess.CompletedProcess[str], median: float, target: float) -> str:
+    """'met' / 'NOT met' on the median, or the failure when the command did not succeed."""
+    if result.returncode != 0:
+        return f"exit {result.returncode}: {result.stderr.strip()[:120]}"
+    return "met" if median <= target else "NOT met"
+
+
 def timed(args: list[str], env: dict[str, str], runs: int) -> tuple[float, float, subprocess.CompletedProcess[str]]:
     times, last = [], None
     for _ in range(runs):
@@ -86,8 +93,8 @@ def main() -> None:
     ]
     for label, argv, target in cases:
         best, median, result = timed(argv, env, args.runs)
-        status = "ok" if result.returncode == 0 else f"exit {result.returncode}: {result.stderr.strip()[:120]}"
-        print(f"{label}: best {best:.2f} s, median {median:.2f} s (target <= {target} s) [{status}]")
+        outcome = verdict(result, median, target)
+        print(f"{label}: best {best:.2f} s, median {median:.2f} s (target <= {target} s) [{outcome}]")
     if args.year_db and args.year_db.exists():
         year_env = {**env, "COSTOPT_DB": str(args.year_db)}
         for label, argv, target in [
@@ -103,8 +110,10 @@ def main() -> None:
             ),
         ]:
             best, median, result = timed(argv, year_env, args.runs)
-            status = "ok" if result.returncode == 0 else f"exit {result.returncode}: {result.stderr.strip()[:120]}"
-            print(f"{label}: best {best:.2f} s, median {median:.2f} s (target <= {target} s) [{status}]")
+            print(
+                f"{label}: best {best:.2f} s, median {median:.2f} s (target <= {target} s) "
+                f"[{verdict(result, median, target)}]"
+            )
     shutil.rmtree(work, ignore_errors=True)
 
 
