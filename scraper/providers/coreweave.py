@@ -246,7 +246,7 @@ class CoreWeaveProvider(Provider):
 
     def _parse_page(self, payload: RawPayload, result: ParseResult) -> None:
         markup = payload.path.read_bytes() if payload.path is not None else payload.body
-        soup = BeautifulSoup(markup, "lxml")
+        soup = BeautifulSoup(markup, "html.parser")
         rows = self._gpu_rows(soup, payload.url)
         seen: dict[tuple[str, str], _Row] = {}
         records_before = len(result.prices)

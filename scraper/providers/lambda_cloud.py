@@ -186,7 +186,7 @@ class LambdaProvider(Provider):
     # --- the public page -------------------------------------------------------------------------
 
     def _parse_page(self, payload: RawPayload, result: ParseResult) -> None:
-        soup = BeautifulSoup(payload.text(), "lxml")
+        soup = BeautifulSoup(payload.text(), "html.parser")
         heading = next(
             (h for h in soup.find_all(["h1", "h2", "h3"]) if INSTANCES_HEADING in h.get_text(" ", strip=True).lower()),
             None,
