@@ -9,6 +9,7 @@ payloads (``costopt reparse``) and on replayed files, with no socket anywhere ne
 from __future__ import annotations
 
 import os
+import re
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Mapping
@@ -21,6 +22,26 @@ from warehouse.records import PriceRecord, SpotRisk
 
 if TYPE_CHECKING:
     from scraper.http import Fetcher
+
+
+def regions_from(
+    env: Mapping[str, str], variable: str, default: tuple[str, ...], pattern: re.Pattern[str], example: str
+) -> tuple[str, ...]:
+    """The regions a comma-separated variable names (deduplicated, lower-cased), else ``default``.
+
+    A name that is not a region code is refused up front, so a typo fails the run with the variable's
+    name instead of as an empty or missing download later.
+    """
+    from warehouse.errors import ProviderError
+
+    raw = env.get(variable, "").strip()
+    if not raw:
+        return default
+    regions = tuple(dict.fromkeys(r.strip().lower() for r in raw.split(",") if r.strip()))
+    bad = [r for r in regions if not pattern.match(r)]
+    if bad or not regions:
+        raise ProviderError(f"{variable}: {', '.join(bad) or raw!r} is not a region code such as {example}")
+    return regions
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from scraper.base import ParseResult, Provider, RawPayload
+from scraper.base import ParseResult, Provider, RawPayload, regions_from
 from scraper.providers import aws_csv, aws_instances, aws_spot
 from warehouse.errors import ParseError, ProviderError
 from warehouse.records import PriceRecord, SpotRisk
@@ -59,14 +59,7 @@ def version_key(region: str) -> str:
 
 
 def regions_from_env(env: Mapping[str, str]) -> tuple[str, ...]:
-    raw = env.get(REGIONS_VAR, "").strip()
-    if not raw:
-        return DEFAULT_REGIONS
-    regions = tuple(dict.fromkeys(r.strip() for r in raw.split(",") if r.strip()))
-    bad = [r for r in regions if not _REGION_CODE.match(r)]
-    if bad or not regions:
-        raise ProviderError(f"{REGIONS_VAR}: {', '.join(bad) or raw!r} is not a region code such as us-east-1")
-    return regions
+    return regions_from(env, REGIONS_VAR, DEFAULT_REGIONS, _REGION_CODE, "us-east-1")
 
 
 def csv_url_of(base: str, version_url: str) -> str:

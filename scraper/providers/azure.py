@@ -35,8 +35,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
-from scraper.base import ParseResult, Provider, RawPayload
-from warehouse.errors import ParseError, ProviderError
+from scraper.base import ParseResult, Provider, RawPayload, regions_from
+from warehouse.errors import ParseError
 from warehouse.records import PriceRecord
 
 if TYPE_CHECKING:
@@ -116,14 +116,7 @@ AZURE_VMS: dict[str, AzureVm] = {
 
 
 def regions_from_env(env: Mapping[str, str]) -> tuple[str, ...]:
-    raw = env.get(REGIONS_VARIABLE, "").strip()
-    if not raw:
-        return DEFAULT_REGIONS
-    regions = tuple(dict.fromkeys(r.strip().lower() for r in raw.split(",") if r.strip()))
-    bad = [r for r in regions if not _REGION.match(r)]
-    if bad or not regions:
-        raise ProviderError(f"{REGIONS_VARIABLE}: {', '.join(bad) or raw!r} is not a region name such as eastus")
-    return regions
+    return regions_from(env, REGIONS_VARIABLE, DEFAULT_REGIONS, _REGION, "eastus")
 
 
 def region_filter(region: str) -> str:
