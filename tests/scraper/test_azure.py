@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -12,9 +11,9 @@ import pytest
 import respx
 
 from scraper.base import RawPayload
-from scraper.http import Fetcher, RetryPolicy
+from scraper.http import Fetcher
 from scraper.providers.azure import AZURE_VMS, DEFAULT_REGIONS, AzureProvider, region_filter, regions_from_env
-from scraper.replay import ReplayTransport, load_manifest
+from tests.scraper.support import T0, make_fetcher, replay_parse
 from warehouse.errors import ParseError, ProviderError, TransientProviderError
 from warehouse.gpus import catalog
 
@@ -24,7 +23,6 @@ SHARED = REPO.parent / "shared" / "reference"
 DOCS_EXAMPLE = SHARED / "captures" / "azure" / "retail_prices_docs_example_items_2021.json"
 EMPTY_PAGE = SHARED / "captures" / "azure" / "retail_prices_empty_page_envelope_2021.json"
 URL = "https://prices.azure.com/api/retail/prices"
-T0 = datetime(2026, 11, 20, 3, 0, tzinfo=UTC)
 
 
 def row(size: str = "Standard_NC24ads_A100_v4", price: float = 3.673, region: str = "eastus", **extra) -> dict:
@@ -58,24 +56,7 @@ def parse(items: list) -> dict[tuple[str, str, str], float]:
 
 
 def fetcher(client: httpx.AsyncClient) -> Fetcher:
-    async def sleep(seconds: float) -> None:
-        return None
-
-    return Fetcher(client=client, provider="azure", retry=RetryPolicy(attempts=2), sleep=sleep, clock=lambda: T0)
-
-
-def replay():
-    provider = AzureProvider.from_env({}, replay=True)
-
-    async def go():
-        client = httpx.AsyncClient(transport=ReplayTransport(load_manifest(FIXTURES)))
-        try:
-            return await provider.fetch(fetcher(client))
-        finally:
-            await client.aclose()
-
-    payloads = asyncio.run(go())
-    return payloads, provider.parse(payloads)
+    return make_fetcher(client, "azure", attempts=2)[0]
 
 
 # --- rows ----------------------------------------------------------------------------------------
@@ -185,7 +166,7 @@ def test_malformed_pages_are_parse_errors(body, message):
 
 
 def test_replay_walks_every_default_region_and_its_next_pages():
-    payloads, result = replay()
+    payloads, result = replay_parse("azure")
     assert {p.scope[0] for p in payloads} == set(DEFAULT_REGIONS)
     assert any("%24skip=100" in p.url or "$skip=100" in p.url for p in payloads)
     prices = {(r.instance_type, r.region, r.pricing): r.usd_per_hour for r in result.prices}

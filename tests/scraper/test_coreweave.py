@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -12,7 +11,7 @@ import pytest
 import respx
 
 from scraper.base import RawPayload
-from scraper.http import Fetcher, RetryPolicy, Validators
+from scraper.http import Fetcher, Validators
 from scraper.providers.coreweave import (
     GPU_MODELS,
     REGIONS,
@@ -24,13 +23,13 @@ from scraper.providers.coreweave import (
 )
 from scraper.replay import ReplayTransport, load_manifest
 from scraper.validate import validate
+from tests.scraper.support import T0, make_fetcher
 from warehouse.errors import ParseError, ProviderError, TransientProviderError
 from warehouse.gpus import catalog
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "coreweave"
 URL = "https://www.coreweave.com/pricing"
-T0 = datetime(2026, 11, 20, 3, 0, tzinfo=UTC)
 PAGE = (FIXTURES / "pricing.html").read_text(encoding="utf-8")
 
 
@@ -39,20 +38,7 @@ def run(coro):
 
 
 def fetcher(client: httpx.AsyncClient | None = None, **extra) -> tuple[Fetcher, list[float]]:
-    slept: list[float] = []
-
-    async def sleep(seconds: float) -> None:
-        slept.append(seconds)
-
-    f = Fetcher(
-        client=client or httpx.AsyncClient(),
-        provider="coreweave",
-        retry=RetryPolicy(attempts=3, base_seconds=1.0),
-        sleep=sleep,
-        clock=lambda: T0,
-        **extra,
-    )
-    return f, slept
+    return make_fetcher(client, "coreweave", **extra)
 
 
 def payload(body: str | bytes) -> RawPayload:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
-from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -14,11 +13,11 @@ import pytest
 import respx
 
 from scraper.base import RawPayload
-from scraper.http import Fetcher, RetryPolicy
+from scraper.http import Fetcher
 from scraper.providers.gcp import GcpProvider, skus_of
 from scraper.providers.gcp_machines import MACHINES
 from scraper.providers.gcp_skus import SSD, Unusable, core, gpu, normalise, ram, read_sku
-from scraper.replay import ReplayTransport, load_manifest
+from tests.scraper.support import T0, make_fetcher, replay_parse
 from warehouse.errors import MissingCredentials, ParseError, ProviderError, TransientProviderError
 from warehouse.gpus import catalog
 
@@ -28,20 +27,10 @@ SHARED = REPO.parent / "shared" / "reference"
 CAPTURE = SHARED / "captures" / "gcp" / "cloudbilling_v1_services_skus_gpu_americas.json"
 HISTORY = SHARED / "gpu_price_history.csv"
 URL = "https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus"
-T0 = datetime(2026, 11, 20, 3, 0, tzinfo=UTC)
 
 
 def fetcher(client: httpx.AsyncClient) -> tuple[Fetcher, list[float]]:
-    slept: list[float] = []
-
-    async def sleep(seconds: float) -> None:
-        slept.append(seconds)
-
-    return (
-        Fetcher(client=client, provider="gcp", retry=RetryPolicy(attempts=3, base_seconds=1.0), sleep=sleep,
-                clock=lambda: T0),
-        slept,
-    )  # fmt: skip
+    return make_fetcher(client, "gcp")
 
 
 def page(skus: list[dict], token: str | None = None) -> RawPayload:
@@ -81,21 +70,6 @@ N1_T4_PARTS = [
     sku("N1 Predefined Instance Core running in Iowa", "0", 31611000),
     sku("N1 Predefined Instance Ram running in Iowa", "0", 4237000, unit="GiBy.h"),
 ]
-
-
-def replay_parse():
-    provider = GcpProvider.from_env({}, replay=True)
-
-    async def go():
-        client = httpx.AsyncClient(transport=ReplayTransport(load_manifest(FIXTURES)))
-        f = Fetcher(client=client, provider="gcp", retry=RetryPolicy(attempts=1), clock=lambda: T0)
-        try:
-            return await provider.fetch(f)
-        finally:
-            await client.aclose()
-
-    payloads = asyncio.run(go())
-    return payloads, provider.parse(payloads)
 
 
 def by_key(result) -> dict[tuple[str, str, str], float]:
@@ -220,7 +194,7 @@ def test_spot_only_machines_get_no_on_demand_price():
 
 
 def test_replay_reads_both_pages_and_prices_every_family():
-    payloads, result = replay_parse()
+    payloads, result = replay_parse("gcp")
     assert len(payloads) == 2 and "pageToken=" in payloads[1].url
     assert "key=" not in payloads[0].url
     prices = by_key(result)
@@ -244,7 +218,7 @@ def test_replay_reads_both_pages_and_prices_every_family():
 @pytest.mark.skipif(not HISTORY.is_file(), reason="needs ../shared reference price history")
 def test_replayed_shapes_match_published_vm_prices():
     """Every A2/A3/G2 shape in the recording within 1 % of its published price (anycloud-sh/catalog, 2026-07-02)."""
-    _, result = replay_parse()
+    _, result = replay_parse("gcp")
     prices = by_key(result)
     checked = 0
     with HISTORY.open() as f:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -12,16 +11,15 @@ import pytest
 import respx
 
 from scraper.base import RawPayload
-from scraper.http import Fetcher, RetryPolicy
+from scraper.http import Fetcher
 from scraper.providers.lambda_cloud import LambdaProvider, canonical_gpu
-from scraper.replay import ReplayTransport, load_manifest
+from tests.scraper.support import T0, make_fetcher, replay_parse
 from warehouse.errors import ParseError, ProviderError, TransientProviderError
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "lambda"
 API = "https://cloud.lambda.ai/api/v1/instance-types"
 PAGE = "https://lambda.ai/pricing"
-T0 = datetime(2026, 11, 20, 3, 0, tzinfo=UTC)
 
 
 def payload(url: str, body: bytes | str | dict) -> RawPayload:
@@ -34,10 +32,7 @@ def prices(result) -> dict[str, tuple[str, float, float]]:
 
 
 def fetcher(client: httpx.AsyncClient) -> Fetcher:
-    async def sleep(seconds: float) -> None:
-        return None
-
-    return Fetcher(client=client, provider="lambda", retry=RetryPolicy(attempts=2), sleep=sleep, clock=lambda: T0)
+    return make_fetcher(client, "lambda", attempts=2)[0]
 
 
 @pytest.mark.parametrize(
@@ -130,19 +125,10 @@ def test_malformed_sources_are_parse_errors(url, body, message):
 
 
 def test_replay_reads_the_public_page():
-    provider = LambdaProvider.from_env({"LAMBDA_API_KEY": "k"}, replay=True)
-    assert provider.key == ""  # replay never sends credentials
-
-    async def go():
-        client = httpx.AsyncClient(transport=ReplayTransport(load_manifest(FIXTURES)))
-        try:
-            return await provider.fetch(fetcher(client))
-        finally:
-            await client.aclose()
-
-    payloads = asyncio.run(go())
+    assert LambdaProvider.from_env({"LAMBDA_API_KEY": "k"}, replay=True).key == ""  # replay sends no credentials
+    payloads, result = replay_parse("lambda")
     assert [p.url for p in payloads] == [PAGE]
-    assert len(provider.parse(payloads).prices) == 20
+    assert len(result.prices) == 20
 
 
 @respx.mock

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import inspect
 import pkgutil
@@ -12,14 +11,10 @@ import pytest
 
 import scraper.providers as package
 from scraper.base import Provider
-from scraper.http import Fetcher, RetryPolicy
-from scraper.refresh import _replay_client
-from scraper.replay import ReplayTransport, load_manifest, recorded_at
+from scraper.replay import ReplayTransport, load_manifest
 from scraper.validate import problems
-from tests.conftest import REPO
+from tests.scraper.support import FIXTURES, replay, replay_parse
 from warehouse.gpus import catalog
-
-FIXTURES = REPO / "fixtures"
 
 
 def provider_classes_in_package() -> dict[str, type[Provider]]:
@@ -57,23 +52,9 @@ def test_every_provider_has_recorded_fixtures(name):
     assert (FIXTURES / name / "README.md").is_file(), "fixtures must say where their figures come from"
 
 
-def replay_parse(name: str):
-    provider = package.provider_class(name).from_env({}, replay=True)
-
-    async def go():
-        client, recorded = _replay_client(FIXTURES / name)
-        fetcher = Fetcher(client=client, provider=name, retry=RetryPolicy(attempts=1), clock=lambda: recorded)
-        try:
-            return await provider.fetch(fetcher)
-        finally:
-            await client.aclose()
-
-    return provider.parse(asyncio.run(go()))
-
-
 @pytest.mark.parametrize("name", package.NAMES)
 def test_shared_invariants_over_each_providers_recordings(name):
-    result = replay_parse(name)
+    _, result = replay_parse(name)
     assert result.prices, f"{name}: the recording yields no prices"
     gpus = catalog()
     keys = [r.key for r in result.prices]
@@ -108,23 +89,9 @@ class _Flaky(httpx.AsyncBaseTransport):
 @pytest.mark.parametrize("name", package.NAMES)
 def test_every_provider_retries_a_transient_failure_and_gets_the_same_prices(name, failure):
     provider = package.provider_class(name).from_env({}, replay=True)
-    slept: list[float] = []
-
-    async def sleep(seconds: float) -> None:
-        slept.append(seconds)
-
-    async def go():
-        transport = _Flaky(ReplayTransport(load_manifest(FIXTURES / name)), failure)
-        client = httpx.AsyncClient(transport=transport)
-        fetcher = Fetcher(client=client, provider=name, retry=RetryPolicy(attempts=2), sleep=sleep,
-                          clock=lambda: recorded_at(FIXTURES / name))  # fmt: skip
-        try:
-            return await provider.fetch(fetcher), transport.failures
-        finally:
-            await client.aclose()
-
-    payloads, failures = asyncio.run(go())
-    assert failures >= 1 and len(slept) == failures
+    transport = _Flaky(ReplayTransport(load_manifest(FIXTURES / name)), failure)
+    payloads = replay(name, transport=transport, attempts=2)
+    assert transport.failures >= 1  # every first request failed, so every payload is a retry's
     assert {r.key: r.usd_per_hour for r in provider.parse(payloads).prices} == {
-        r.key: r.usd_per_hour for r in replay_parse(name).prices
+        r.key: r.usd_per_hour for r in replay_parse(name)[1].prices
     }
