@@ -52,7 +52,7 @@ def predict(row: dict[str, str]) -> Run:
         tokens=float(row["tokens_b"]) * 1e9,
         precision="fp8" if row["precision"] == "fp8" else "bf16",
         seq_len=int(row["seq_len"]) if row["seq_len"] else None,
-        recompute="full" if row.get("recompute") == "full" else "selective",
+        recompute=row["recompute"] or "selective",
     )
     est = estimate(
         job,
