@@ -263,13 +263,15 @@ class AzureProvider(Provider):
             return None
         spot = sku_name.endswith(" Spot") or meter.endswith(" Spot")
         effective = str(item.get("effectiveStartDate") or "")
-        _check_date(effective, label)
+        if not _is_date(effective):
+            result.skip("malformed row", f"{label}: effectiveStartDate {effective!r}")
+            return None
         return (arm_sku, region, "spot" if spot else "on_demand"), effective, round(float(price), 6)
 
 
-def _check_date(text: str, label: str) -> None:
-    if text:
-        try:
-            datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            raise ParseError(f"azure: {label} has a bad effectiveStartDate {text!r}") from None
+def _is_date(text: str) -> bool:
+    """Empty (no date: ranks below any dated row) or ISO 8601; anything else makes the row unusable."""
+    try:
+        return not text or bool(datetime.fromisoformat(text.replace("Z", "+00:00")))
+    except ValueError:
+        return False

@@ -112,6 +112,14 @@ def test_zero_unknown_and_wrong_unit_rows_are_counted_not_priced():
     assert result.skipped == {"zero price": 1, "unknown VM size": 1, "not USD per hour": 2}
 
 
+def test_a_row_with_a_bad_date_is_skipped_not_the_page():
+    result = AzureProvider.from_env({}).parse(
+        [page([row(effectiveStartDate="last tuesday"), row("Standard_NC4as_T4_v3", 0.526)])]
+    )
+    assert [r.instance_type for r in result.prices] == ["Standard_NC4as_T4_v3"]
+    assert result.skipped == {"malformed row": 1}
+
+
 def test_latest_effective_date_wins_and_a_same_date_disagreement_is_no_price():
     newer = row(price=3.5, effectiveStartDate="2026-10-01T00:00:00Z")
     assert parse([row(), newer])[("Standard_NC24ads_A100_v4", "eastus", "on_demand")] == 3.5
@@ -154,7 +162,6 @@ def test_real_empty_envelope_is_an_empty_page():
         (b"<html>busy</html>", "not JSON"),
         (b'{"error": {"code": "BadRequest"}}', "no 'Items' list"),
         (json.dumps({"Items": [row("Standard_NV12s_v3", 1.1)]}).encode(), "none is a known GPU VM"),
-        (json.dumps({"Items": [row(effectiveStartDate="last tuesday")]}).encode(), "bad effectiveStartDate"),
     ],
 )
 def test_malformed_pages_are_parse_errors(body, message):
