@@ -6,11 +6,15 @@ Shared by ``bench/calibration.py`` (the report) and the tests, so both judge the
 from __future__ import annotations
 
 import csv
+import dataclasses
+import itertools
+import math
 import statistics
 from dataclasses import dataclass
 from importlib import resources
 
 from optimizer.estimate import Estimate, Job, estimate
+from optimizer.mfu import FITTED, Fit
 from optimizer.models import derived_shape, resolve_model
 from warehouse.gpus import catalog
 
@@ -40,7 +44,7 @@ def rows(*, included_only: bool = True) -> list[dict[str, str]]:
     return [r for r in data if r["include"] == "yes" or not included_only]
 
 
-def predict(row: dict[str, str]) -> Run:
+def predict(row: dict[str, str], fit: Fit = FITTED) -> Run:
     if row["model"]:
         model = resolve_model(row["model"])
     else:
@@ -60,6 +64,7 @@ def predict(row: dict[str, str]) -> Run:
         int(row["gpus"]),
         gpus_per_node=int(row["gpus_per_node"]),
         fabric=row["fabric"],
+        fit=fit,
     )
     return Run(row["id"], row["run"], float(row["gpu_hours"]), row["basis"], row["source"], est)
 
@@ -84,3 +89,50 @@ def summarize(runs: list[Run]) -> Summary:
         median_ratio=statistics.median(ratios),
         ratios=ratios,
     )
+
+
+# The search behind optimizer.mfu.FITTED (report: ``python bench/fit_mfu.py``). Coarse on purpose: a few values
+# per constant is all that some thirty runs can support. The band (band_low, band_high) is not searched: it
+# does not move the expected value, only the range around it.
+GRID: dict[str, list[float]] = {
+    "base": [round(0.40 + 0.02 * i, 2) for i in range(11)],
+    "bandwidth_exponent": [round(0.1 * i, 1) for i in range(9)],
+    "thin_params_per_gpu": [0.5e6, 0.7e6, 1e6, 1.4e6, 2e6, 3e6],
+    "moe": [round(0.60 + 0.05 * i, 2) for i in range(9)],
+}
+BAND = (0.8, 1.25)  # issue 4's acceptance band for predicted / published GPU-hours
+
+
+def candidates() -> list[Fit]:
+    grid = itertools.product(*GRID.values())
+    return [dataclasses.replace(FITTED, **dict(zip(GRID, values, strict=True))) for values in grid]
+
+
+def score(log_ratios: list[float]) -> tuple[int, float]:
+    """Higher is better: runs within the acceptance band, then the smaller mean |log(predicted / published)|.
+
+    The first term is the acceptance criterion itself; the second breaks its many ties toward the fit that
+    also keeps the near-misses near, rather than one that parks them just inside an edge.
+    """
+    low, high = (math.log(x) for x in BAND)
+    return sum(low <= x <= high for x in log_ratios), -statistics.fmean(abs(x) for x in log_ratios)
+
+
+@dataclass(frozen=True, slots=True)
+class Search:
+    fits: list[Fit]
+    log_ratios: list[list[float]]  # one row per fit, one column per run
+
+    def best(self, *, without: int | None = None) -> int:
+        """Index of the best fit, judged on every run or on every run but ``without`` (leave-one-out)."""
+
+        def judged(i: int) -> tuple[int, float]:
+            row = self.log_ratios[i]
+            return score(row if without is None else row[:without] + row[without + 1 :])
+
+        return max(range(len(self.fits)), key=judged)
+
+
+def search(data: list[dict[str, str]]) -> Search:
+    fits = candidates()
+    return Search(fits, [[math.log(predict(row, fit).ratio) for row in data] for fit in fits])

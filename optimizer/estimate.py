@@ -136,6 +136,7 @@ def estimate(
     gpus_per_node: int = 8,
     fabric: str = "rdma",
     mfu_override: float | None = None,
+    fit: mfu_model.Fit = mfu_model.FITTED,
 ) -> Estimate:
     """Time and memory of ``job`` on ``gpus`` of ``gpu``; ``fabric`` is the network between nodes."""
     if gpus <= 0:
@@ -163,6 +164,7 @@ def estimate(
             method=job.method,
             precision=job.precision,
             recompute=job.recompute,
+            fit=fit,
         )
         mfu = Range(m.low, m.expected, m.high)
         factors = m.factors

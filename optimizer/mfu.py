@@ -45,21 +45,31 @@ from dataclasses import dataclass
 
 from warehouse.gpus import GpuSpec
 
-BASE = 0.50
 REFERENCE_BYTES_PER_FLOP = 2039 / 312  # A100-80GB SXM: GB/s per dense BF16 TFLOPS
-BANDWIDTH_EXPONENT = 0.4
 PCIE_PENALTY = 0.12
 NODE_PENALTY = {"rdma": 0.01, "ethernet": 0.15}  # Ethernet: no calibration run, a stated guess
-MOE = 0.80
 RECOMPUTE_FULL = 6 / 8  # full activation recomputation: one more forward pass, 8.N.D FLOPs for 6.N.D of model work
-THIN_PARAMS_PER_GPU = 1e6  # strong-scaling limit: near this many active parameters per GPU, per-step sync dominates
 RECOMPUTE = ("selective", "full")
 QLORA = 0.70
 AMD = 0.85
 FP8_GAIN = 1.3
-BAND_LOW = 0.59  # the slowest plausible run sustains this share of the expected MFU
-BAND_HIGH = 1.29  # the fastest plausible run (asymmetric: runs go wrong more often than better)
 FABRICS = tuple(NODE_PENALTY)
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """The only numbers chosen by looking at the calibration runs; the rest of this module is
+    arithmetic or a stated guess. ``python bench/fit_mfu.py`` searches them and cross-validates."""
+
+    base: float  # whole-run MFU of a dense model on A100-80GB nodes
+    bandwidth_exponent: float  # how strongly bytes per FLOP carry over to MFU
+    thin_params_per_gpu: float  # strong-scaling limit: near this many active parameters per GPU, sync dominates
+    moe: float  # mixture-of-experts routing and imbalance
+    band_low: float  # the slowest plausible run sustains this share of the expected MFU
+    band_high: float  # the fastest plausible run (asymmetric: runs go wrong more often than better)
+
+
+FITTED = Fit(base=0.50, bandwidth_exponent=0.4, thin_params_per_gpu=1e6, moe=0.80, band_low=0.59, band_high=1.29)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,17 +91,18 @@ def realized_mfu(
     method: str = "full",
     precision: str = "bf16",
     recompute: str = "selective",
+    fit: Fit = FITTED,
 ) -> Mfu:
     """Expected whole-run MFU with its band, relative to the dense peak of ``precision``."""
     per_node = max(1, min(gpus, gpus_per_node))
     nodes = math.ceil(gpus / per_node)
     factors = {
-        "base": BASE,
-        "bandwidth": (gpu.memory_bandwidth_gb_s / gpu.bf16_tflops / REFERENCE_BYTES_PER_FLOP) ** BANDWIDTH_EXPONENT,
+        "base": fit.base,
+        "bandwidth": (gpu.memory_bandwidth_gb_s / gpu.bf16_tflops / REFERENCE_BYTES_PER_FLOP) ** fit.bandwidth_exponent,
         "intra_node": 1.0,
         "nodes": 1.0 / (1.0 + NODE_PENALTY[fabric] * math.log2(nodes)),
     }
-    factors["scale_out"] = 1.0 / (1.0 + (THIN_PARAMS_PER_GPU * gpus / active_params) ** 2)
+    factors["scale_out"] = 1.0 / (1.0 + (fit.thin_params_per_gpu * gpus / active_params) ** 2)
     if recompute == "full":
         factors["recompute"] = RECOMPUTE_FULL
     if per_node > 1 and gpu.intra_node == "pcie":
@@ -99,7 +110,7 @@ def realized_mfu(
     elif per_node > 2 and gpu.intra_node == "nvlink_pair":
         factors["intra_node"] = 1.0 / (1.0 + PCIE_PENALTY * math.log2(per_node / 2))
     if moe:
-        factors["moe"] = MOE
+        factors["moe"] = fit.moe
     if method == "qlora":
         factors["qlora"] = QLORA
     if gpu.vendor.upper() == "AMD":
@@ -108,7 +119,8 @@ def realized_mfu(
         assert gpu.fp8_tflops is not None
         factors["fp8"] = FP8_GAIN * gpu.bf16_tflops / gpu.fp8_tflops
     expected = min(math.prod(factors.values()), 0.75)
-    return Mfu(low=expected * BAND_LOW, expected=expected, high=min(expected * BAND_HIGH, 0.85), factors=factors)
+    high = min(expected * fit.band_high, 0.85)
+    return Mfu(low=expected * fit.band_low, expected=expected, high=high, factors=factors)
 
 
 def peak_flops(gpu: GpuSpec, precision: str) -> float:

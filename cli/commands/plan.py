@@ -208,11 +208,12 @@ def _explain(job) -> None:
 
     print("\nassumptions (value, source):")
     print(f"  FLOPs: 6 x N_active x D{' + attention 12.L.d.S per token' if job.flops().attention else ''} (PaLM)")
+    fit = mfu.FITTED
     print(
-        f"  realized MFU: base {mfu.BASE} on A100-80GB x bandwidth-per-FLOP^{mfu.BANDWIDTH_EXPONENT} "
-        f"x scale-out (below ~{mfu.THIN_PARAMS_PER_GPU:.0e} active params per GPU) x node scaling {mfu.NODE_PENALTY} "
-        f"x MoE {mfu.MOE} x {mfu.RECOMPUTE_FULL} with --recompute full; "
-        f"band x{mfu.BAND_LOW}-x{mfu.BAND_HIGH}: calibrated on published whole runs (bench/calibration.py)"
+        f"  realized MFU: base {fit.base} on A100-80GB x bandwidth-per-FLOP^{fit.bandwidth_exponent} "
+        f"x scale-out (below ~{fit.thin_params_per_gpu:.0e} active params per GPU) x node scaling {mfu.NODE_PENALTY} "
+        f"x MoE {fit.moe} x {mfu.RECOMPUTE_FULL} with --recompute full; "
+        f"band x{fit.band_low}-x{fit.band_high}: calibrated on published whole runs (bench/calibration.py)"
     )
     print(f"  FP8 speed-up over BF16: x{mfu.FP8_GAIN} (torchtitan, OLMo-core published throughputs)")
     print(
