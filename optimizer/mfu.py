@@ -69,7 +69,7 @@ class Fit:
     band_high: float  # the fastest plausible run (asymmetric: runs go wrong more often than better)
 
 
-FITTED = Fit(base=0.50, bandwidth_exponent=0.4, thin_params_per_gpu=1e6, moe=0.80, band_low=0.59, band_high=1.29)
+FITTED = Fit(base=0.52, bandwidth_exponent=0.6, thin_params_per_gpu=7e5, moe=0.75, band_low=0.59, band_high=1.29)
 
 
 @dataclass(frozen=True, slots=True)
