@@ -38,6 +38,7 @@ def main() -> None:
     print(f"within 0.8-1.25x: {s.within_band:.0%}   (target >= 80 %)")
     print(f"published inside [low, high]: {s.inside_range:.0%}   (target >= 85 %)")
     print(f"median band width high/low: {s.median_width:.2f}   (target <= 2.2)")
+    print("out of sample (each run predicted by constants fitted without it): python bench/fit_mfu.py")
     excluded = [r for r in rows(included_only=False) if r["include"] != "yes"]
     print(f"\nexcluded runs ({len(excluded)}), with the reason:")
     for row in excluded:

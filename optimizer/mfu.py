@@ -37,9 +37,9 @@ BASE, A, T and MOE (``Fit``) are chosen by a coarse grid search (``optimizer.cal
 maximizing the share of calibration runs predicted within 0.8-1.25x: four global numbers for 44
 runs, no per-run adjustment. Leave-one-out cross-validation measures them on runs they were not
 fitted to (``bench/fit_mfu.py``). RECOMPUTE_FULL is arithmetic, not fitted; S for InfiniBand matches
-the Llama 3 report's ~90 % effective training time on 16K GPUs; P, QLORA and AMD are stated guesses. The band: low and high
-MFU are the expected value x BAND_LOW and x BAND_HIGH, asymmetric because real runs lose time
-(failed nodes, restarts, slow storage) far more often than they beat a well-tuned estimate.
+the Llama 3 report's ~90 % effective training time on 16K GPUs; P, QLORA and AMD are stated guesses.
+The band: low and high MFU are the expected value x band_low and x band_high, asymmetric because real
+runs lose time (failed nodes, restarts, slow storage) far more often than they beat a good estimate.
 """
 
 from __future__ import annotations

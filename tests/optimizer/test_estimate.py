@@ -131,6 +131,22 @@ def test_mfu_falls_with_more_nodes_and_weaker_links():
     assert eight < one  # PCIe inside the box
 
 
+@pytest.mark.parametrize("fabric", mfu_model.FABRICS)
+def test_more_gpus_never_raise_per_gpu_mfu_on_any_gpu(fabric):
+    """Every GPU in the table, dense and MoE, small and large: per-GPU MFU only falls as GPUs are added."""
+    counts = [2**k for k in range(15)]  # 1 .. 16384
+    for name in GPUS.names:
+        gpu = GPUS.resolve(name)
+        for active, moe in ((1e9, False), (70e9, False), (17e9, True)):
+            series = [
+                mfu_model.realized_mfu(gpu, active_params=active, gpus=n, gpus_per_node=8, fabric=fabric, moe=moe)
+                for n in counts
+            ]
+            expected = [m.expected for m in series]
+            assert expected == sorted(expected, reverse=True), (name, active, fabric)
+            assert all(m.low < m.expected < m.high for m in series)
+
+
 def test_a_model_spread_thin_sustains_less_and_h100_sustains_less_than_a100():
     a100 = GPUS.resolve("A100")
     h100 = GPUS.resolve("H100")
