@@ -204,6 +204,40 @@ PRESETS: dict[str, ModelSpec] = {
             top=8,
         ),
         _p(
+            "llama4-scout",
+            109e9,
+            17e9,
+            48,
+            5120,
+            40,
+            8,
+            8192,
+            202048,
+            10485760,
+            8192,
+            "meta-llama/Llama-4-Scout-17B-16E config (16 routed experts, top-1, plus a shared expert); model card"
+            " (109B total, 17B active; pre-training length not published: 8K assumed, the attention chunk size)",
+            experts=16,
+            top=1,
+        ),
+        _p(
+            "llama4-maverick",
+            400e9,
+            17e9,
+            48,
+            5120,
+            40,
+            8,
+            8192,
+            202048,
+            1048576,
+            8192,
+            "meta-llama/Llama-4-Maverick-17B-128E config (128 routed experts in every other layer, top-1, plus a"
+            " shared expert); model card (400B total, 17B active; 8K pre-training length assumed as for Scout)",
+            experts=128,
+            top=1,
+        ),
+        _p(
             "gpt3-175b",
             175e9,
             None,
@@ -228,6 +262,8 @@ ALIASES = {
     "gpt3": "gpt3-175b",
     "gpt-3": "gpt3-175b",
     "deepseekv3": "deepseek-v3",
+    "llama4-scout-17b-16e": "llama4-scout",
+    "llama4-maverick-17b-128e": "llama4-maverick",
 }
 
 

@@ -62,6 +62,10 @@ def test_aliases_and_moe_presets():
     assert resolve_model("Llama-3-8B").name == "llama3-8b"
     mixtral = resolve_model("mixtral-8x7b")
     assert mixtral.moe and mixtral.active_params == 12.9e9
+    scout = resolve_model("Llama-4-Scout-17B-16E")
+    assert scout.name == "llama4-scout" and scout.moe and (scout.total_params, scout.active_params) == (109e9, 17e9)
+    assert (scout.layers, scout.hidden, scout.experts, scout.experts_per_token) == (48, 5120, 16, 1)
+    assert resolve_model("llama4-maverick").experts == 128
     custom = resolve_model("47B", active_params="13B")
     assert custom.total_params == 47e9 and custom.active_params == 13e9 and custom.moe
     with pytest.raises(UsageError):
