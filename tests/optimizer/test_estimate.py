@@ -219,7 +219,7 @@ def test_a_whole_run_is_never_predicted_faster_than_a_published_benchmark():
             and "fp8" not in r["precision"]
             and float(r["total_params_B"]) >= 1
         ]
-    assert len(benchmarks) == 36
+    assert len(benchmarks) >= 30  # a filter that drops everything must not pass
     for row in benchmarks:
         gpu = GPUS.resolve("H100" if row["gpu_model"].startswith("H100") else row["gpu_model"].split()[0])
         predicted = mfu_model.realized_mfu(
