@@ -92,7 +92,7 @@ def summarize(runs: list[Run]) -> Summary:
 
 
 # The search behind optimizer.mfu.FITTED (report: ``python bench/fit_mfu.py``). Coarse on purpose: a few values
-# per constant is all that some thirty runs can support. The band (band_low, band_high) is not searched: it
+# per constant is all that some forty runs can support. The band (band_low, band_high) is not searched: it
 # does not move the expected value, only the range around it.
 GRID: dict[str, list[float]] = {
     "base": [round(0.40 + 0.02 * i, 2) for i in range(11)],
