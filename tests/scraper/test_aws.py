@@ -7,7 +7,6 @@ import csv
 import importlib.util
 import json
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -15,16 +14,17 @@ import pytest
 import respx
 
 from scraper.base import RawPayload
-from scraper.http import Fetcher, RetryPolicy, Validators
+from scraper.http import Fetcher, Validators
 from scraper.providers import aws_csv, aws_instances, aws_spot
 from scraper.providers.aws import DEFAULT_REGIONS, AwsProvider, csv_url_of, regions_from_env, version_key
 from scraper.replay import ReplayTransport, load_manifest
+from tests.scraper import support
+from tests.scraper.support import T0
 from warehouse.errors import ParseError, ProviderError, TransientProviderError
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "aws"
 CAPTURES = REPO.parent / "shared" / "reference" / "captures" / "aws"
-T0 = datetime(2026, 11, 20, 3, 0, tzinfo=UTC)
 PRICING = "https://pricing.us-east-1.amazonaws.com"
 INDEX_URL = f"{PRICING}/offers/v1.0/aws/AmazonEC2/current/region_index.json"
 VERSION = "20261119221500"
@@ -43,22 +43,7 @@ def csv_url(region: str, version: str = VERSION) -> str:
 
 
 def make_fetcher(state: dict[str, str] | None = None, validators: dict[str, Validators] | None = None, tmp=None):
-    slept: list[float] = []
-
-    async def sleep(seconds: float) -> None:
-        slept.append(seconds)
-
-    fetcher = Fetcher(
-        client=httpx.AsyncClient(),
-        provider="aws",
-        state=state or {},
-        validators=validators or {},
-        retry=RetryPolicy(attempts=3, base_seconds=0),
-        sleep=sleep,
-        clock=lambda: T0,
-        workdir=tmp,
-    )
-    return fetcher, slept
+    return support.make_fetcher(None, "aws", state=state or {}, validators=validators or {}, workdir=tmp)
 
 
 def fetch(provider: AwsProvider, fetcher: Fetcher) -> list[RawPayload]:

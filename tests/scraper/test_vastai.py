@@ -8,7 +8,6 @@ import json
 import statistics
 import sys
 from collections import defaultdict
-from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -16,7 +15,7 @@ import pytest
 import respx
 
 from scraper.base import RawPayload
-from scraper.http import Fetcher, RetryPolicy
+from scraper.http import Fetcher
 from scraper.providers import vastai
 from scraper.providers.vastai import (
     GPU_NAMES,
@@ -28,6 +27,7 @@ from scraper.providers.vastai import (
     search_query,
 )
 from scraper.replay import ReplayTransport, load_manifest
+from tests.scraper.support import T0, make_fetcher
 from warehouse.errors import ParseError, TransientProviderError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,7 +35,6 @@ FIXTURES = REPO / "fixtures" / "vastai"
 SHARED = REPO.parent / "shared" / "reference"
 CAPTURE = SHARED / "captures" / "vastai" / "bundles_offer_rtx4090_cli_raw_2024-07.json"
 URL = "https://console.vast.ai/api/v0/bundles/"
-T0 = datetime(2026, 11, 20, 3, 0, tzinfo=UTC)
 CANONICAL = {
     "V100-16GB", "V100-32GB", "T4", "A10", "A10G", "L4", "L40", "L40S", "A40", "A100-40GB", "A100-80GB",
     "A100-80GB-PCIe", "H100-SXM", "H100-PCIe", "H100-NVL", "H800", "H200", "H200-NVL", "B200", "GB200", "GH200",
@@ -49,19 +48,7 @@ def run(coro):
 
 
 def fetcher(client: httpx.AsyncClient | None = None) -> tuple[Fetcher, list[float]]:
-    slept: list[float] = []
-
-    async def sleep(seconds: float) -> None:
-        slept.append(seconds)
-
-    f = Fetcher(
-        client=client or httpx.AsyncClient(),
-        provider="vastai",
-        retry=RetryPolicy(attempts=3, base_seconds=1.0),
-        sleep=sleep,
-        clock=lambda: T0,
-    )
-    return f, slept
+    return make_fetcher(client, "vastai")
 
 
 def payload(body: object, pricing: str = "on_demand") -> RawPayload:
