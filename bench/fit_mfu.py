@@ -35,9 +35,7 @@ def main() -> None:
 
     print("\nleave-one-out: each run predicted by the constants fitted on the other runs")
     held_out = []
-    for k, row in enumerate(data):
-        i = found.best(without=k)
-        x = found.log_ratios[i][k]
+    for row, (i, x) in zip(data, found.leave_one_out(), strict=True):
         held_out.append(x)
         flag = "" if BAND[0] <= math.exp(x) <= BAND[1] else "  outside"
         print(f"  {row['id']:>3} {row['run'][:34]:34} {math.exp(x):5.2f}  {describe(found.fits[i])}{flag}")

@@ -18,6 +18,8 @@ from optimizer.mfu import FITTED, Fit
 from optimizer.models import derived_shape, resolve_model
 from warehouse.gpus import catalog
 
+BAND = (0.8, 1.25)  # issue 4's acceptance band for predicted / published GPU-hours
+
 
 @dataclass(frozen=True, slots=True)
 class Run:
@@ -83,7 +85,7 @@ def summarize(runs: list[Run]) -> Summary:
     ratios = [r.ratio for r in runs]
     return Summary(
         runs=len(runs),
-        within_band=sum(0.8 <= x <= 1.25 for x in ratios) / len(runs),
+        within_band=sum(BAND[0] <= x <= BAND[1] for x in ratios) / len(runs),
         inside_range=sum(r.inside for r in runs) / len(runs),
         median_width=statistics.median(r.estimate.gpu_hours.high / r.estimate.gpu_hours.low for r in runs),
         median_ratio=statistics.median(ratios),
@@ -100,7 +102,6 @@ GRID: dict[str, list[float]] = {
     "thin_params_per_gpu": [0.5e6, 0.7e6, 1e6, 1.4e6, 2e6, 3e6],
     "moe": [round(0.60 + 0.05 * i, 2) for i in range(9)],
 }
-BAND = (0.8, 1.25)  # issue 4's acceptance band for predicted / published GPU-hours
 
 
 def candidates() -> list[Fit]:
@@ -131,6 +132,11 @@ class Search:
             return score(row if without is None else row[:without] + row[without + 1 :])
 
         return max(range(len(self.fits)), key=judged)
+
+    def leave_one_out(self) -> list[tuple[int, float]]:
+        """Per run: the fit chosen without it, and that fit's log(predicted / published) for it."""
+        chosen = [self.best(without=k) for k in range(len(self.log_ratios[0]))]
+        return [(i, self.log_ratios[i][k]) for k, i in enumerate(chosen)]
 
 
 def search(data: list[dict[str, str]]) -> Search:
