@@ -1,64 +1,169 @@
-"""Fit the MFU model's four constants on the calibration runs, and measure how well it predicts runs it has not seen.
+"""Search the MFU model's constants on the calibration runs, cross-validate by organisation, and ablate each cause.
 
-    python bench/fit_mfu.py              # grid search, leave-one-out cross-validation, the shipped constants
+    python bench/fit_mfu.py              # the search, the shipped constants, per-fold fits, the ablation table
+    python bench/fit_mfu.py --quick      # the search and the cross-validation only (CI)
 
 The shipped constants (``optimizer.mfu.FITTED``) are the ones this search picks; a test keeps the two equal.
-In-sample accuracy flatters a model fitted on the very runs it is judged on. Issue 4 applies the same bar to
-published runs outside the file, so the honest figure is the leave-one-out one: each run is predicted by the
-constants the same search picks from the other runs only.
+In-sample accuracy flatters a model fitted on the very runs it is judged on, and leave-one-run-out still lets an
+organisation's other runs choose the constants that predict it. The honest figure is leave-one-ORGANISATION-out:
+each organisation's runs predicted by the constants the same search picks from the other organisations.
+
+The ablation switches one cause off (or back to the issue-4 model), searches again on all runs and
+cross-validates again, so each line says what that cause is worth out of sample.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import dataclasses
+import functools
 import math
-import statistics
 import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from optimizer.calibration import BAND, rows, search
-from optimizer.mfu import FITTED, Fit
+from optimizer import calibration
+from optimizer import mfu as mfu_model
+from optimizer.calibration import GRID, START, Case, cases, evaluate, leave_one_organisation_out, search
+from optimizer.mfu import DEFAULT_STACK, FITTED, Fit
+
+# The issue-4 model: no stack classes, no small-model, older-GPU or attention terms, AMD at the old 0.85 guess,
+# its four fitted constants and its band.
+ISSUE_4 = dataclasses.replace(
+    START,
+    base=0.52,
+    bandwidth_exponent=0.6,
+    thin_params_per_gpu=7e5,
+    moe=0.75,
+    small_params=0.0,
+    attention_cost=1.0,
+    older=1.0,
+    large_lab=1.0,
+    typical=1.0,
+    basic=1.0,
+    band_low=0.59,
+    band_high=1.29,
+    bands=(),
+)
+NO_CLASSES = ("large_lab", "typical", "basic")
+FIRST_ADDED = 60  # calibration_runs.csv ids from 60 on were added by issue 14
 
 
 def main() -> None:
-    data = rows()
-    found = search(data)
-    best = found.best()
-    print(f"runs: {len(data)}; candidates searched: {len(found.fits)}")
-    shipped = next((i for i, fit in enumerate(found.fits) if fit == FITTED), None)
-    if shipped is None:
-        print("\nshipped constants are not on the grid: " + describe(FITTED))
-    else:
-        report("shipped constants (optimizer.mfu.FITTED)", FITTED, found.log_ratios[shipped])
-    report("best on all runs", found.fits[best], found.log_ratios[best])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="search and cross-validation only, no ablation (CI)")
+    args = parser.parse_args()
+    data = cases()
 
-    print("\nleave-one-out: each run predicted by the constants fitted on the other runs")
-    held_out = []
-    for row, (i, x) in zip(data, found.leave_one_out(), strict=True):
-        held_out.append(x)
-        flag = "" if BAND[0] <= math.exp(x) <= BAND[1] else "  outside"
-        print(f"  {row['id']:>3} {row['run'][:34]:34} {math.exp(x):5.2f}  {describe(found.fits[i])}{flag}")
-    report("leave-one-out (out of sample)", None, held_out)
+    started = time.perf_counter()
+    best = search(data)
+    print(f"runs: {len(data)}; grid: {', '.join(f'{k} ({len(v)})' for k, v in GRID.items())}")
+    print(f"search (coordinate descent, {time.perf_counter() - started:.2f} s): {describe(best)}")
+    print("shipped constants (optimizer.mfu.FITTED) " + ("are what the search picks" if best == FITTED else
+          f"DIFFER from the search: {describe(FITTED)}"))  # fmt: skip
+
+    held = leave_one_organisation_out(data)
+    print("\nleave-one-organisation-out: the constants chosen without each organisation")
+    for organisation in dict.fromkeys(h.case.organisation for h in held):
+        fit = next(h.fit for h in held if h.case.organisation == organisation)
+        ratios = [math.exp(h.case.log_ratio(h.fit)) for h in held if h.case.organisation == organisation]
+        print(f"  {organisation[:22]:22} {describe(fit)}  ->  {' '.join(f'{r:.2f}' for r in ratios)}")
+    line("leave-one-organisation-out", evaluate([h.case for h in held], [h.fit for h in held]))
+
+    if args.quick:
+        return
+    print("\nablation: each cause switched off (or the issue-4 model), searched and cross-validated again")
+    print(f"  {'':46} {'in sample':^22}   {'leave-one-organisation-out':^36}")
+    print(f"  {'':46} {'within':>7} {'inside':>7} {'|err|':>6}   {'within':>7} {'inside':>7} {'|err|':>6} "
+          f"{'width':>6} {'dflt in':>8}")  # fmt: skip
+    ablate("the shipped model", data, START, GRID)  # "in sample" of the issue-4 line is its own training set
+    ablate("issue-4 model as shipped (fitted on 44 of these)", data, ISSUE_4, {}, refit_bands=False, amd=0.85)
+    ablate("issue-4 model, refitted on these runs", data, ISSUE_4, without(GRID, "attention_cost", *NO_CLASSES),
+           amd=0.85)  # fmt: skip
+    ablate("no stack classes (every run 'tuned')", data, dataclasses.replace(START, typical=1.0, basic=1.0),
+           without(GRID, *NO_CLASSES))  # fmt: skip
+    ablate("no small-model term", data, dataclasses.replace(START, small_params=0.0), GRID)
+    ablate("no older-GPU term (V100 as A100)", data, dataclasses.replace(START, older=1.0), GRID)
+    ablate("no attention cost (fixed at 1)", data, START, without(GRID, "attention_cost"))
+    ablate("AMD CDNA 2 at the old 0.85 guess", data, START, GRID, amd=0.85)
+
+    added = [c for c in data if int(c.id) >= FIRST_ADDED]
+    print(f"\nthe {len(added)} runs added for issue 14 (ids >= {FIRST_ADDED}; the issue-4 constants never saw them):")
+    with amd_factor(0.85):
+        line("  issue-4 model as shipped", evaluate(added, [ISSUE_4] * len(added)))
+    held_added = [h for h in held if int(h.case.id) >= FIRST_ADDED]
+    line(
+        "  this model, leave-one-organisation-out", evaluate([h.case for h in held_added], [h.fit for h in held_added])
+    )
+
+
+def ablate(
+    title: str,
+    data: list[Case],
+    start: Fit,
+    grid: dict[str, list[float]],
+    *,
+    amd: float | None = None,
+    refit_bands: bool = True,
+) -> None:
+    with amd_factor(amd):
+        searcher: Callable[[list[Case]], Fit]
+        if grid or refit_bands:
+            searcher = functools.partial(search, start=start, grid=grid)
+        else:
+            searcher = functools.partial(as_shipped, start)  # the shipped constants, no search at all
+        fit = searcher(data)
+        s_in = evaluate(data, [fit] * len(data))
+        held = leave_one_organisation_out(data, searcher=searcher)
+        s_out = evaluate([h.case for h in held], [h.fit for h in held])
+        s_dflt = evaluate([h.case for h in held], [h.fit for h in held], DEFAULT_STACK)
+    print(
+        f"  {title[:46]:46} {s_in.within_band:>7.0%} {s_in.inside_range:>7.0%} {s_in.median_error:>6.0%}   "
+        f"{s_out.within_band:>7.0%} {s_out.inside_range:>7.0%} {s_out.median_error:>6.0%} {s_out.median_width:>6.2f} "
+        f"{s_dflt.inside_range:>8.0%}"
+    )
+
+
+def as_shipped(fit: Fit, _data: list[Case]) -> Fit:
+    return fit
+
+
+@contextlib.contextmanager
+def amd_factor(value: float | None) -> Iterator[None]:
+    """The AMD CDNA 2 factor is stated, not searched: an ablation swaps the module's value for the duration."""
+    if value is None:
+        yield
+        return
+    saved = dict(mfu_model.AMD_FACTOR)
+    mfu_model.AMD_FACTOR["CDNA 2"] = value
+    try:
+        yield
+    finally:
+        mfu_model.AMD_FACTOR.clear()
+        mfu_model.AMD_FACTOR.update(saved)
+
+
+def without(grid: dict[str, list[float]], *names: str) -> dict[str, list[float]]:
+    return {k: v for k, v in grid.items() if k not in names}
 
 
 def describe(fit: Fit) -> str:
     return (
-        f"base {fit.base:.2f}  bandwidth^{fit.bandwidth_exponent:.1f}  "
-        f"thin {fit.thin_params_per_gpu:.1e}  moe {fit.moe:.2f}"
+        f"base {fit.base:.2f} bw^{fit.bandwidth_exponent:.1f} thin {fit.thin_params_per_gpu:.1e} "
+        f"moe {fit.moe:.2f} attn x{fit.attention_cost:g} | large-lab {fit.large_lab:.2f} typical {fit.typical:.2f} "
+        f"basic {fit.basic:.2f} | band x{fit.band_low}-x{fit.band_high}, default x{fit.band(DEFAULT_STACK)[0]}-"
+        f"x{fit.band(DEFAULT_STACK)[1]}"
     )
 
 
-def report(title: str, fit: Fit | None, log_ratios: list[float]) -> None:
-    ratios = sorted(math.exp(x) for x in log_ratios)
-    within = sum(BAND[0] <= r <= BAND[1] for r in ratios)
-    inside = sum(FITTED.band_low <= r <= FITTED.band_high for r in ratios)
-    n = len(ratios)
-    print(f"\n{title}" + (f": {describe(fit)}" if fit else ""))
+def line(title: str, s: calibration.Summary) -> None:
     print(
-        f"  within {BAND[0]}-{BAND[1]}x: {within}/{n} = {within / n:.0%}   "
-        f"inside the band x{FITTED.band_low}-x{FITTED.band_high}: {inside}/{n} = {inside / n:.0%}   "
-        f"median ratio {statistics.median(ratios):.2f}   mean |log| {statistics.fmean(abs(x) for x in log_ratios):.3f}"
+        f"{title}: within {s.within_band:.0%}, inside {s.inside_range:.0%}, median band {s.median_width:.2f}, "
+        f"median ratio {s.median_ratio:.2f}, median |error| {s.median_error:.1%}"
     )
 
 

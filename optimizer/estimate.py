@@ -44,6 +44,7 @@ class Job:
     micro_batch: int = 1
     checkpointing: bool = True
     recompute: str = "selective"  # MFU: "full" recomputes every layer's forward pass (a third more FLOPs)
+    stack: str = mfu_model.DEFAULT_STACK  # MFU: the software stack and team (mfu.STACKS)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -58,6 +59,7 @@ class Job:
             raise UsageError("--micro-batch must be positive")
         if self.recompute not in mfu_model.RECOMPUTE:
             raise UsageError(f"--recompute must be one of {', '.join(mfu_model.RECOMPUTE)}, got {self.recompute!r}")
+        mfu_model.check_stack(self.stack)
 
     @property
     def memory_seq_len(self) -> int:
@@ -119,6 +121,8 @@ def assumptions(est: Estimate) -> dict[str, Any]:
         "micro_batch": job.micro_batch,
         "activation_checkpointing": job.checkpointing,
         "recompute": job.recompute,
+        "stack": job.stack,
+        "stack_means": mfu_model.STACKS[job.stack],
         "gpus_per_node": est.gpus_per_node,
         "inter_node_fabric": est.fabric,
         "intra_node": est.gpu.intra_node,
@@ -148,6 +152,7 @@ def estimate(
     if job.precision == "fp8" and gpu.fp8_tflops is None:
         raise UsageError(f"{gpu.name} has no FP8 tensor cores; use --precision bf16")
     model = job.model
+    flops = job.flops()
     if mfu_override is not None:
         if not 0 < mfu_override <= 1:
             raise UsageError(f"--mfu must be between 0 and 1, got {mfu_override:g}")
@@ -164,11 +169,12 @@ def estimate(
             method=job.method,
             precision=job.precision,
             recompute=job.recompute,
+            stack=job.stack,
+            attention_share=flops.attention / flops.total,
             fit=fit,
         )
         mfu = Range(m.low, m.expected, m.high)
         factors = m.factors
-    flops = job.flops()
     peak = mfu_model.peak_flops(gpu, job.precision)
     # GPU-hours are inversely proportional to MFU: the high MFU gives the low (fastest) figure
     gpu_hours = Range(*(flops.total / (peak * u) / 3600 for u in (mfu.high, mfu.expected, mfu.low)))

@@ -40,6 +40,13 @@ RecomputeOption = Annotated[
         help="selective (default) | full: recompute every layer's forward pass, a third more compute (MFU x0.75).",
     ),
 ]
+StackOption = Annotated[
+    str,
+    typer.Option(
+        "--stack",
+        help="Software stack and team: large-lab | tuned | typical (default) | basic. README: 'Which --stack'.",
+    ),
+]
 
 
 def build_job(
@@ -52,6 +59,7 @@ def build_job(
     micro_batch: int,
     checkpointing: bool,
     recompute: str = "selective",
+    stack: str = "typical",
 ) -> Job:
     """The job the model options describe; shared by ``estimate`` and ``plan``."""
     from optimizer.estimate import Job
@@ -67,6 +75,7 @@ def build_job(
         micro_batch=micro_batch,
         checkpointing=checkpointing,
         recompute=recompute,
+        stack=stack,
     )
 
 
@@ -86,6 +95,7 @@ def estimate_command(
     micro_batch: MicroBatchOption = 1,
     checkpointing: CheckpointOption = True,
     recompute: RecomputeOption = "selective",
+    stack: StackOption = "typical",
     mfu: MfuOption = None,
     format: FormatOption = Format.table,
 ) -> None:
@@ -95,7 +105,9 @@ def estimate_command(
     from optimizer.units import human_count, human_hours
     from warehouse.gpus import catalog
 
-    job = build_job(model, tokens, active_params, method, precision, seq_len, micro_batch, checkpointing, recompute)
+    job = build_job(
+        model, tokens, active_params, method, precision, seq_len, micro_batch, checkpointing, recompute, stack
+    )
     est = estimate(job, catalog().resolve(gpu), gpus, gpus_per_node=gpus_per_node, fabric=fabric, mfu_override=mfu)
     data = est.as_dict()
     if format is Format.json:
@@ -129,7 +141,7 @@ def estimate_command(
     )
     print(
         f"assumes: {job.method} training, {job.precision}, ZeRO-3/FSDP sharding, {est.gpus_per_node} GPUs per node, "
-        f"{fabric} between nodes; low = fastest plausible outcome"
+        f"{fabric} between nodes, a {job.stack} stack (--stack); low = fastest plausible outcome"
     )
     print(
         "MFU: calibrated on published whole training runs (see README, `python bench/calibration.py`); --mfu overrides"

@@ -16,6 +16,7 @@ from cli.commands.estimate import (
     PrecisionOption,
     RecomputeOption,
     SeqLenOption,
+    StackOption,
     TokensOption,
     build_job,
 )
@@ -74,6 +75,7 @@ def plan_command(
     micro_batch: MicroBatchOption = 1,
     checkpointing: CheckpointOption = True,
     recompute: RecomputeOption = "selective",
+    stack: StackOption = "typical",
     mfu: MfuOption = None,
     db: DbOption = None,
     format: FormatOption = Format.table,
@@ -86,7 +88,9 @@ def plan_command(
     from optimizer.units import parse_duration_hours, positive
     from warehouse.gpus import catalog
 
-    job = build_job(model, tokens, active_params, method, precision, seq_len, micro_batch, checkpointing, recompute)
+    job = build_job(
+        model, tokens, active_params, method, precision, seq_len, micro_batch, checkpointing, recompute, stack
+    )
     constraints = Constraints(
         gpus=tuple(gpu or ()),
         providers=tuple(provider or ()),
@@ -215,6 +219,7 @@ def _explain(job) -> None:
         f"x MoE {fit.moe} x {mfu.RECOMPUTE_FULL} with --recompute full; "
         f"band x{fit.band_low}-x{fit.band_high}: calibrated on published whole runs (bench/calibration.py)"
     )
+    print(f"  {mfu.describe_stack(job.stack)}")
     print(f"  FP8 speed-up over BF16: x{mfu.FP8_GAIN} (torchtitan, OLMo-core published throughputs)")
     print(
         f"  memory: {memory.STATE_BYTES_PER_PARAM} bytes/param by method, {memory.USABLE_FRACTION:.0%} of GPU memory "

@@ -1,0 +1,212 @@
+"""The calibration set, the search behind the MFU constants, its leave-one-organisation-out figures, and the
+causes issue 14 added (software stack, small models, older GPUs, AMD), each against a hand-computed value."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from optimizer import calibration
+from optimizer import mfu as mfu_model
+from optimizer.calibration import Case, HeldOut, cases, evaluate, leave_one_organisation_out, predict, rows, search
+from optimizer.estimate import Job, estimate
+from optimizer.models import resolve_model
+from warehouse.errors import UsageError
+from warehouse.gpus import catalog
+
+GPUS = catalog()
+FIT = mfu_model.FITTED
+
+
+@pytest.fixture(scope="module")
+def data() -> list[Case]:
+    return cases()
+
+
+@pytest.fixture(scope="module")
+def held_out(data) -> list[HeldOut]:
+    return leave_one_organisation_out(data)
+
+
+def test_every_included_run_names_its_organisation_stack_source_and_a_known_gpu():
+    included = rows()
+    assert len(included) >= 55
+    for row in included:
+        assert row["organisation"] and row["source"] and row["software"], row["run"]
+        assert row["stack"] in mfu_model.STACKS, row["run"]
+        assert float(row["gpu_hours"]) > 0 and int(row["gpus"]) > 0, row["run"]
+        GPUS.resolve(row["gpu"])  # raises for a GPU the table does not have
+    excluded = [r for r in rows(included_only=False) if r["include"] != "yes"]
+    assert all(r["notes"].startswith("excluded:") for r in excluded)
+    assert {r["stack"] for r in included} == set(mfu_model.STACKS)
+
+
+def test_the_shipped_constants_are_what_the_search_picks(data):
+    """A run added to the calibration file without a refit fails here: FITTED must follow the data."""
+    assert search(data) == FIT
+
+
+def test_in_sample_figures(data):
+    """What bench/calibration.py prints for the shipped constants on every run (README, Calibration)."""
+    s = evaluate(data, [FIT] * len(data))
+    assert s.within_band >= 0.70
+    assert s.inside_range >= 0.85
+    assert s.median_width <= 2.5
+    assert s.median_error <= 0.14
+    assert 0.9 <= s.median_ratio <= 1.1
+
+
+def test_leave_one_organisation_out_figures(held_out):
+    """The headline, out of sample: each organisation predicted by constants chosen without any of its runs.
+
+    Issue 14's targets: >= 85 % inside [low, high], median band <= 2.5 and, with the default class for every
+    run, >= 85 % inside: met and held here. Within 0.8-1.25x (target 75 %) and median |error| (target 15 %)
+    are not met: 65 % and 15.1 %; the floors below hold what was measured (README, Where it still misses).
+    """
+    s = evaluate([h.case for h in held_out], [h.fit for h in held_out])
+    assert s.inside_range >= 0.85
+    assert s.median_width <= 2.5
+    assert s.within_band >= 0.65
+    assert s.median_error <= 0.16
+    default = evaluate([h.case for h in held_out], [h.fit for h in held_out], mfu_model.DEFAULT_STACK)
+    assert default.inside_range >= 0.85
+
+
+def test_an_organisation_is_held_out_whole(data, held_out):
+    """Every run of the held-out organisation is predicted by one fit, and that fit never saw any of them."""
+    meta = [h for h in held_out if h.case.organisation == "Meta"]
+    assert len(meta) == 14 and len({h.fit for h in meta}) == 1
+    assert meta[0].fit == search([c for c in data if c.organisation != "Meta"])
+
+
+def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
+    """Without classes (every run 'tuned') the same search cross-validates worse: a cause, not a knob."""
+    flat = dataclasses.replace(calibration.START, typical=1.0, basic=1.0)
+    grid = {k: v for k, v in calibration.GRID.items() if k not in ("large_lab", "typical", "basic")}
+    without = leave_one_organisation_out(data, searcher=lambda d: search(d, start=flat, grid=grid))
+    flat_s = evaluate([h.case for h in without], [h.fit for h in without])
+    shipped = evaluate([h.case for h in held_out], [h.fit for h in held_out])
+    assert shipped.within_band > flat_s.within_band
+    assert shipped.median_error < flat_s.median_error
+
+
+def test_stack_classes_are_ordered_and_scale_the_mfu_by_their_multiplier():
+    assert FIT.large_lab >= 1.0 >= FIT.typical >= FIT.basic > 0
+    assert Job(resolve_model("8B"), 1e9).stack == mfu_model.DEFAULT_STACK == "typical"
+    a100 = GPUS.resolve("A100")
+    by_stack = {s: estimate(Job(resolve_model("8B"), 100e9, stack=s), a100, 64).mfu.expected for s in mfu_model.STACKS}
+    for stack, value in by_stack.items():
+        assert value == pytest.approx(by_stack["tuned"] * FIT.stack(stack))
+    with pytest.raises(UsageError, match="--stack"):
+        Job(resolve_model("8B"), 1e9, stack="fast")
+
+
+def test_the_default_band_covers_more_than_a_stated_stack():
+    """A user who says nothing may run any stack: the default's band contains the stated classes' band."""
+    low, high = FIT.band("typical")
+    assert low <= FIT.band("tuned")[0] and high > FIT.band("tuned")[1]
+    a100 = GPUS.resolve("A100")
+    typical = estimate(Job(resolve_model("8B"), 100e9), a100, 8)
+    tuned = estimate(Job(resolve_model("8B"), 100e9, stack="tuned"), a100, 8)
+    assert typical.mfu.high / typical.mfu.low > tuned.mfu.high / tuned.mfu.low
+
+
+def test_small_model_term_reproduces_the_benchmark_tables_it_is_stated_from():
+    """llm-foundry's throughput tables: A100 125M at 0.70x the MFU of 7B, H100 1.3B at 0.87x of 7B."""
+    a100, h100 = GPUS.resolve("A100"), GPUS.resolve("H100")
+
+    def ratio(gpu, small, big):
+        return mfu_model.small_model_factor(gpu, small) / mfu_model.small_model_factor(gpu, big)
+
+    assert ratio(a100, 0.125e9, 6.66e9) == pytest.approx(44.79 / 64.23, rel=0.06)
+    assert ratio(h100, 1.316e9, 6.66e9) == pytest.approx(36.65 / 42.2, rel=0.06)
+    # by hand: 1 / (1 + 989/312 x 5e7/135e6) on H100
+    assert mfu_model.small_model_factor(h100, 135e6) == pytest.approx(1 / (1 + 989 / 312 * 5e7 / 135e6))
+    # a slower GPU keeps small matrices busier: the same 350M model loses less on a V100 than on an H100
+    v100 = GPUS.resolve("V100")
+    assert mfu_model.small_model_factor(v100, 350e6) > mfu_model.small_model_factor(a100, 350e6)
+    assert mfu_model.small_model_factor(a100, 350e6) > mfu_model.small_model_factor(h100, 350e6)
+
+
+def test_older_gpus_and_attention_pay_their_stated_factors():
+    v100 = mfu_model.realized_mfu(GPUS.resolve("V100"), active_params=1.1e9, gpus=96, gpus_per_node=8)
+    a100 = mfu_model.realized_mfu(GPUS.resolve("A100"), active_params=1.1e9, gpus=96, gpus_per_node=8)
+    assert v100.factors["older_gpu"] == FIT.older and "older_gpu" not in a100.factors
+    costly = dataclasses.replace(FIT, attention_cost=2.0)
+    m = mfu_model.realized_mfu(
+        GPUS.resolve("A100"), active_params=7e9, gpus=8, gpus_per_node=8, attention_share=0.25, fit=costly
+    )
+    assert m.factors["attention"] == pytest.approx(1 / 1.25)  # (W + A) / (W + 2A) with A = a quarter of the FLOPs
+    long_seq = Job(resolve_model("llama3-8b"), 1e12, seq_len=32768).flops()
+    short_seq = Job(resolve_model("llama3-8b"), 1e12, seq_len=2048).flops()
+    assert long_seq.attention / long_seq.total > 4 * short_seq.attention / short_seq.total
+
+
+def test_amd_cdna2_factor_reproduces_amd_olmo_published_throughput():
+    """Stated from AMD-OLMo-1B's 12,200 tokens/s per MI250 (64 GPUs): a steady-state throughput runs ~1.2x a whole
+    run, so the model's whole-run MFU for that job x 1.2 must land within 10 % of the throughput's 0.266."""
+    row = next(r for r in rows(included_only=False) if r["run"] == "AMD-OLMo-1B")
+    case = Case.of({**row, "gpu_hours": "1"})
+    published = (6 * 1.18e9 + 12 * 16 * 2048 * 2048) * 12_200 / 362.1e12
+    assert published == pytest.approx(0.266, abs=0.001)
+    assert case.mfu(FIT).expected * 1.2 == pytest.approx(published, rel=0.10)
+    assert case.mfu(FIT).factors["software"] == mfu_model.AMD_FACTOR["CDNA 2"]
+
+
+def test_mi250_and_mi250x_are_counted_per_module():
+    for name, tflops in (("MI250X", 383.0), ("MI250", 362.1)):
+        gpu = GPUS.resolve(name.lower())
+        assert (gpu.vendor, gpu.architecture, gpu.memory_gb, gpu.bf16_tflops) == ("AMD", "CDNA 2", 128.0, tflops)
+        assert "two GCDs" in gpu.notes and gpu.fp8_tflops is None
+    amd135 = next(c for c in cases() if c.name == "AMD-Llama-135m")
+    assert amd135.gpus == 16  # 4 nodes x 4 MI250 modules, as AMD counts them (8 GCDs per node)
+
+
+def test_a_search_candidate_moves_the_prediction_as_its_constant_says():
+    row = next(r for r in rows() if r["run"] == "Llama 2 70B")
+    shipped = predict(row)
+    halved = predict(row, dataclasses.replace(FIT, base=FIT.base / 2))
+    assert halved.estimate.gpu_hours.expected == pytest.approx(2 * shipped.estimate.gpu_hours.expected)
+    assert halved.ratio == pytest.approx(2 * shipped.ratio)
+    as_typical = predict(row, stack="typical")
+    assert as_typical.ratio == pytest.approx(shipped.ratio * FIT.large_lab / FIT.typical)
+
+
+def test_the_fast_path_agrees_with_estimate(data):
+    """The search re-predicts runs through Case, not estimate(): both must give the same GPU-hours."""
+    by_id = {r["id"]: r for r in rows()}
+    for case in data[::7]:
+        assert math.exp(case.log_ratio()) == pytest.approx(predict(by_id[case.id]).ratio)
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "cli.app", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_cli_stack_option():
+    base = ["estimate", "--model", "8B", "--tokens", "100B", "--gpu", "A100", "--gpus", "8", "-f", "json"]
+    typical = json.loads(run_cli(*base).stdout)
+    tuned = json.loads(run_cli(*base, "--stack", "tuned").stdout)
+    assert typical["assumptions"]["stack"] == "typical" and tuned["assumptions"]["stack"] == "tuned"
+    assert tuned["mfu"]["expected"] == pytest.approx(typical["mfu"]["expected"] / FIT.typical)
+    bad = run_cli(*base, "--stack", "fast")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--stack must be one of" in bad.stderr
+
+
+def test_plan_prices_the_stack_the_job_names():
+    """plan runs estimate() for every option with the job's stack: a tuned team's option is 1/typical as long."""
+    from optimizer.plan import Constraints, build_plan
+
+    offer = {"provider": "aws", "region": "us-east-1", "instance_type": "p4de.24xlarge", "gpu": "A100-80GB",
+             "gpu_count": 8, "pricing": "on_demand", "usd_per_hour": 40.0, "age_hours": 1.0,
+             "source": "https://example/x", "observed_at": "2026-11-20"}  # fmt: skip
+    walls = {}
+    for stack in ("typical", "tuned"):
+        plan = build_plan(Job(resolve_model("8B"), 100e9, stack=stack), [offer], GPUS, Constraints(max_gpus=8))
+        walls[stack] = plan.options.row(0, named=True)["wall_expected"]
+    assert walls["typical"] == pytest.approx(walls["tuned"] / FIT.typical)
