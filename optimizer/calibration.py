@@ -34,11 +34,20 @@ def rows(*, included_only: bool = True) -> list[dict[str, str]]:
 
 
 def _model(row: dict[str, str]) -> ModelSpec:
+    """The row's preset, or its parameter count with the published depth and width where the row gives them.
+
+    The shape sets the attention FLOPs (12.L.d.S per token): a deep, thin model (MobileLLM 125M: 30 layers of 576)
+    does 1.9x the attention work of the conventional shape ``derived_shape`` would give its parameter count.
+    """
     if row["model"]:
         return resolve_model(row["model"])
     if row["active_params_b"]:
-        return resolve_model(row["total_params_b"] + "B", active_params=row["active_params_b"] + "B")
-    return derived_shape(float(row["total_params_b"]) * 1e9, row["run"])
+        spec = resolve_model(row["total_params_b"] + "B", active_params=row["active_params_b"] + "B")
+    else:
+        spec = derived_shape(float(row["total_params_b"]) * 1e9, row["run"])
+    if row.get("layers") and row.get("hidden"):
+        spec = dataclasses.replace(spec, layers=int(row["layers"]), hidden=int(row["hidden"]), source="published shape")
+    return spec
 
 
 def job_of(row: dict[str, str], stack: str | None = None) -> Job:
