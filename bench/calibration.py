@@ -108,15 +108,16 @@ def group_table(title: str, data: Sequence[Case], held: Sequence[HeldOut], *, ke
         groups.setdefault(key(c), []).append(k)
     names = [n for n in (order or sorted(groups, key=lambda n: (-len(groups[n]), n))) if n in groups]
     print(f"\n{title}:")
-    print(f"  {'':22} {'runs':>4}   {'in sample':^24}   {'leave-one-organisation-out':^26}")
-    print(f"  {'':22} {'':>4}   {'median':>7} {'within':>7} {'inside':>7}   {'median':>7} {'within':>7} {'inside':>8}")
+    print(f"  {'':22} {'runs':>4}   {'in sample':^24}   {'leave-one-organisation-out':^33}")
+    print(f"  {'':22} {'':>4}   {'median':>7} {'within':>7} {'inside':>7}   {'median':>7} {'within':>7} {'inside':>8} "
+          f"{'width':>6}")  # fmt: skip
     for name in names:
         idx = groups[name]
         s_in = evaluate([data[k] for k in idx], [FITTED] * len(idx))
         s_out = evaluate([held[k].case for k in idx], [held[k].fit for k in idx])
         print(f"  {name[:22]:22} {len(idx):>4}   {s_in.median_ratio:>7.2f} {count(s_in, 'within_band'):>7} "
               f"{count(s_in, 'inside_range'):>7}   {s_out.median_ratio:>7.2f} {count(s_out, 'within_band'):>7} "
-              f"{count(s_out, 'inside_range'):>8}")  # fmt: skip
+              f"{count(s_out, 'inside_range'):>8} {s_out.median_width:>6.2f}")  # fmt: skip
 
 
 def verdicts(out: Summary, default: Summary) -> None:

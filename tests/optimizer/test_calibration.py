@@ -13,7 +13,17 @@ import pytest
 
 from optimizer import calibration
 from optimizer import mfu as mfu_model
-from optimizer.calibration import Case, HeldOut, cases, evaluate, leave_one_organisation_out, predict, rows, search
+from optimizer.calibration import (
+    Case,
+    HeldOut,
+    cases,
+    evaluate,
+    job_of,
+    leave_one_organisation_out,
+    predict,
+    rows,
+    search,
+)
 from optimizer.estimate import Job, estimate
 from optimizer.models import resolve_model
 from warehouse.errors import UsageError
@@ -35,7 +45,7 @@ def held_out(data) -> list[HeldOut]:
 
 def test_every_included_run_names_its_organisation_stack_source_and_a_known_gpu():
     included = rows()
-    assert len(included) >= 55
+    assert len(included) >= 60
     for row in included:
         assert row["organisation"] and row["source"] and row["software"], row["run"]
         assert row["stack"] in mfu_model.STACKS, row["run"]
@@ -54,25 +64,25 @@ def test_the_shipped_constants_are_what_the_search_picks(data):
 def test_in_sample_figures(data):
     """What bench/calibration.py prints for the shipped constants on every run (README, Calibration)."""
     s = evaluate(data, [FIT] * len(data))
-    assert s.within_band >= 0.70
-    assert s.inside_range >= 0.85
+    assert s.within_band >= 0.71
+    assert s.inside_range >= 0.90
     assert s.median_width <= 2.5
-    assert s.median_error <= 0.14
+    assert s.median_error <= 0.13
     assert 0.9 <= s.median_ratio <= 1.1
 
 
 def test_leave_one_organisation_out_figures(held_out):
     """The headline, out of sample: each organisation predicted by constants chosen without any of its runs.
 
-    Issue 14's targets: >= 85 % inside [low, high], median band <= 2.5 and, with the default class for every
-    run, >= 85 % inside: met and held here. Within 0.8-1.25x (target 75 %) and median |error| (target 15 %)
-    are not met: 65 % and 15.1 %; the floors below hold what was measured (README, Where it still misses).
+    Issue 14's targets: >= 85 % inside [low, high], median band <= 2.5, median |error| <= 15 % and, with the default
+    class for every run, >= 85 % inside: met (93 %, 2.42, 13.2 %, 93 %) and held here. Within 0.8-1.25x (target
+    75 %) is not met: 72 % (43 of 60); the floor holds what was measured (README, Where it still misses).
     """
     s = evaluate([h.case for h in held_out], [h.fit for h in held_out])
     assert s.inside_range >= 0.85
     assert s.median_width <= 2.5
-    assert s.within_band >= 0.65
-    assert s.median_error <= 0.16
+    assert s.median_error <= 0.15
+    assert s.within_band >= 0.71
     default = evaluate([h.case for h in held_out], [h.fit for h in held_out], mfu_model.DEFAULT_STACK)
     assert default.inside_range >= 0.85
 
@@ -93,6 +103,28 @@ def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
     shipped = evaluate([h.case for h in held_out], [h.fit for h in held_out])
     assert shipped.within_band > flat_s.within_band
     assert shipped.median_error < flat_s.median_error
+
+
+def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
+    """Round 1's sharp knee, 1 / (1 + (T.G/N)^2) on every job, searched the same way, cross-validates worse than
+    compute / (compute + sync) charged only across nodes: a stated form the data test, not a knob."""
+    knee = dataclasses.replace(calibration.START, scale_out_exponent=2.0, scale_out_in_node=True)
+    round_1 = leave_one_organisation_out(data, searcher=lambda d: search(d, start=knee))
+    old = evaluate([h.case for h in round_1], [h.fit for h in round_1])
+    shipped = evaluate([h.case for h in held_out], [h.fit for h in held_out])
+    assert shipped.within_band > old.within_band
+    assert shipped.inside_range > old.inside_range
+
+
+def test_a_published_shape_sets_the_attention_flops():
+    """TinyLlama's row gives 22 layers of 2048: 12 x 22 x 2048 x 2048 attention FLOPs per token, not the
+    conventional shape of 1.1B parameters (a deep, thin MobileLLM-like shape would be off by twice that)."""
+    row = next(r for r in rows() if r["run"] == "TinyLlama 1.1B")
+    flops = job_of(row).flops()
+    assert flops.attention == pytest.approx(12 * 22 * 2048 * 2048 * 3000e9)
+    assert flops.weights == pytest.approx(6 * 1.1e9 * 3000e9)
+    bare = job_of({**row, "layers": "", "hidden": ""}).flops()
+    assert bare.attention != pytest.approx(flops.attention)
 
 
 def test_stack_classes_are_ordered_and_scale_the_mfu_by_their_multiplier():

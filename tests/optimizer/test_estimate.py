@@ -158,11 +158,15 @@ def test_a_model_spread_thin_sustains_less_and_h100_sustains_less_than_a100():
     thin = mfu_model.realized_mfu(h100, active_params=8e9, gpus=8192, gpus_per_node=8)
     wide = mfu_model.realized_mfu(h100, active_params=70e9, gpus=8192, gpus_per_node=8)
     threshold = mfu_model.FITTED.thin_params_per_gpu
-    assert thin.factors["scale_out"] == pytest.approx(1 / (1 + (threshold * 8192 / 8e9) ** 2))
+    # compute / (compute + sync): by hand 1 / (1 + T x 8192 / 8e9)
+    assert thin.factors["scale_out"] == pytest.approx(1 / (1 + threshold * 8192 / 8e9))
     assert thin.expected < 0.75 * wide.expected
-    # on a job-sized cluster the term is negligible, and more GPUs never raise per-GPU MFU
+    # inside one NVLink node the all-reduce hides behind the backward pass: no charge even for a small model;
+    # the second node brings the charge, and more GPUs never raise per-GPU MFU
     one_node = mfu_model.realized_mfu(a100, active_params=1e8, gpus=8, gpus_per_node=8)
-    assert one_node.factors["scale_out"] > 0.98
+    two_nodes = mfu_model.realized_mfu(a100, active_params=1e8, gpus=16, gpus_per_node=8)
+    assert one_node.factors["scale_out"] == 1.0
+    assert two_nodes.factors["scale_out"] == pytest.approx(1 / (1 + threshold * 16 / 1e8))
     series = [mfu_model.realized_mfu(a100, active_params=1e9, gpus=n, gpus_per_node=8).expected for n in (8, 64, 512)]
     assert series == sorted(series, reverse=True)
     big = mfu_model.realized_mfu(a100, active_params=7e9, gpus=8, gpus_per_node=8).expected
