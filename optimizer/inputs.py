@@ -12,13 +12,18 @@ if TYPE_CHECKING:
 MARKETPLACES = ("vastai",)  # providers whose prices are distributions of listings, not a price list
 
 
+def _utc(column: str) -> str:
+    """A TIMESTAMPTZ column as UTC text ("2026-11-20 03:00:00+00") whatever the session's time zone."""
+    return f"strftime(timezone('UTC', {column}), '%Y-%m-%d %H:%M:%S') || '+00'"
+
+
 def current_offers(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Every open price, with its provenance and, for marketplaces, the group's listings (Vast.ai)."""
     cursor = con.execute(
-        """SELECT c.provider, c.region, c.instance_type, c.gpu, c.gpu_count, c.pricing, c.usd_per_hour,
-                  c.observed_at::VARCHAR AS observed_at, c.age_hours, c.source,
-                  c.source_time::VARCHAR AS source_time, c.source_age_hours, c.source_basis,
-                  c.effective_since::VARCHAR AS effective_since, c.data_origin,
+        f"""SELECT c.provider, c.region, c.instance_type, c.gpu, c.gpu_count, c.pricing, c.usd_per_hour,
+                  {_utc("c.observed_at")} AS observed_at, c.age_hours, c.source,
+                  {_utc("c.source_time")} AS source_time, c.source_age_hours, c.source_basis,
+                  {_utc("c.effective_since")} AS effective_since, c.data_origin,
                   m.offer_count, m.listings
            FROM current_prices c
            LEFT JOIN market_current m USING (provider, region, instance_type, pricing)
@@ -37,7 +42,7 @@ def spot_risk(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str, str], tupl
 
 
 def prices_as_of(con: duckdb.DuckDBPyConnection) -> str:
-    row = con.execute("SELECT min(observed_at)::VARCHAR, max(observed_at)::VARCHAR FROM current_prices").fetchone()
+    row = con.execute(f"SELECT {_utc('min(observed_at)')}, {_utc('max(observed_at)')} FROM current_prices").fetchone()
     if row is None or row[0] is None:
         return ""
     return row[1] if row[0][:10] == row[1][:10] else f"{row[0]} .. {row[1]}"
@@ -61,7 +66,7 @@ def rent_observed(
     """
     markets = ", ".join(f"'{m}'" for m in MARKETPLACES)
     cloud = con.execute(
-        f"""SELECT usd_per_gpu_hour, provider, region, instance_type, source_time::VARCHAR FROM current_prices
+        f"""SELECT usd_per_gpu_hour, provider, region, instance_type, {_utc("source_time")} FROM current_prices
             WHERE gpu = ? AND pricing = 'on_demand' AND gpu_count >= 1 AND provider NOT IN ({markets})
             ORDER BY usd_per_gpu_hour, provider, region, instance_type LIMIT 1""",
         [gpu],
