@@ -6,8 +6,9 @@ None of them is a price: prices only ever come from the warehouse.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+
+from warehouse import spot_buckets
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,7 +22,7 @@ class Assumption:
 # AWS publishes Spot Advisor buckets (used instead whenever the warehouse has one for the offer).
 SPOT_HAZARD: dict[str, Assumption] = {
     "aws": Assumption(
-        -math.log(1 - 0.125) / 730,
+        spot_buckets.hazard_per_hour(spot_buckets.AWS_BUCKETS[2].pct_min, spot_buckets.AWS_BUCKETS[2].pct_max),
         "per instance-hour",
         "AWS Spot Advisor middle bucket (10-15 %/month, midpoint) when the offer has no bucket of its own",
     ),
@@ -39,7 +40,8 @@ SPOT_HAZARD: dict[str, Assumption] = {
     "vastai": Assumption(
         0.02,
         "per instance-hour",
-        "assumption: interruptible Vast.ai bids are outbid; no published rate",
+        "assumption: a Vast.ai bid placed --bid-premium above the floor is outbid (or displaced by an on-demand "
+        "renter, who always has priority) about once per 50 instance-hours; Vast publishes no rate",
     ),
 }
 DEFAULT_HAZARD = Assumption(0.01, "per instance-hour", "assumption for providers without data")
@@ -51,7 +53,38 @@ RESTART_HOURS = Assumption(
     0.25, "hours", "assumption: re-acquire an instance, start the container, join the job (plus reading the checkpoint)"
 )
 MAX_GPUS = Assumption(256, "GPUs", "default search limit; --max-gpus")
-INSTANCE_DOUBLINGS = Assumption(5, "doublings", "plan tries the minimum instance count and up to 5 doublings")
+
+# Marketplaces (Vast.ai): what a renter of k instances can expect to pay
+MARKET_QUANTILES = ("min", "p10", "median")
+MARKET_QUANTILE = "median"  # --market-price: the i-th of k instances costs max(i-th cheapest listing, this quantile)
+MIN_RELIABILITY = Assumption(
+    0.95,
+    "Vast reliability2 (0..1)",
+    "listings below it are left out: Vast advises a high reliability score for multi-day jobs and gives no "
+    "number; 0.95 drops the hosts Vast rates least reliable and keeps most of the market (the one real "
+    "listing on record scores 0.970); RunPod's own bar for its pool is 0.98 (--min-reliability 0.98)",
+)
+MIN_LISTINGS = Assumption(
+    3,
+    "listings",
+    "a group with fewer reliable listings is not offered: one or two listings can be gone before you rent "
+    "them, and their price says nothing about the market; --min-listings",
+)
+BID_PREMIUM = Assumption(
+    0.25,
+    "fraction above the floor",
+    "assumption: an interruptible Vast.ai bid is placed 25 % above the listing's min_bid (the lowest bid the host "
+    "accepts now), since a bid at the floor is outbid by any other renter; no public data on winning bids",
+)
+
+# How the plan is shown
+HORIZON_DAYS = Assumption(
+    90, "days", "options slower than this are listed after the others and flagged (--horizon); not removed"
+)
+MAX_WALL_YEARS = Assumption(100, "years", "a job whose fastest option takes longer is refused as a likely input error")
+STALE_DAYS = Assumption(
+    30, "days", "a plan warns when a price it shows is older than this, counted from its source's own time"
+)
 
 # Buy vs rent
 UTILIZATION = Assumption(0.6, "fraction of hours", "typical busy share of an owned training cluster; --utilization")

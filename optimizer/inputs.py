@@ -4,15 +4,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from optimizer import defaults
+
 if TYPE_CHECKING:
     import duckdb
 
+MARKETPLACES = ("vastai",)  # providers whose prices are distributions of listings, not a price list
+
+
+def _utc(column: str) -> str:
+    """A TIMESTAMPTZ column as UTC text ("2026-11-20 03:00:00+00") whatever the session's time zone."""
+    return f"strftime(timezone('UTC', {column}), '%Y-%m-%d %H:%M:%S') || '+00'"
+
 
 def current_offers(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    """Every open price, with the marketplace listing count where there is one (Vast.ai)."""
+    """Every open price, with its provenance and, for marketplaces, the group's listings (Vast.ai)."""
     cursor = con.execute(
-        """SELECT c.provider, c.region, c.instance_type, c.gpu, c.gpu_count, c.pricing, c.usd_per_hour,
-                  c.observed_at::VARCHAR AS observed_at, c.age_hours, c.source, m.offer_count
+        f"""SELECT c.provider, c.region, c.instance_type, c.gpu, c.gpu_count, c.pricing, c.usd_per_hour,
+                  {_utc("c.observed_at")} AS observed_at, c.age_hours, c.source,
+                  {_utc("c.source_time")} AS source_time, c.source_age_hours, c.source_basis,
+                  {_utc("c.effective_since")} AS effective_since, c.data_origin,
+                  m.offer_count, m.listings
            FROM current_prices c
            LEFT JOIN market_current m USING (provider, region, instance_type, pricing)
            WHERE c.pricing IN ('on_demand', 'spot', 'interruptible')"""
@@ -30,30 +42,77 @@ def spot_risk(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str, str], tupl
 
 
 def prices_as_of(con: duckdb.DuckDBPyConnection) -> str:
-    row = con.execute("SELECT min(observed_at)::VARCHAR, max(observed_at)::VARCHAR FROM current_prices").fetchone()
+    row = con.execute(f"SELECT {_utc('min(observed_at)')}, {_utc('max(observed_at)')} FROM current_prices").fetchone()
     if row is None or row[0] is None:
         return ""
     return row[1] if row[0][:10] == row[1][:10] else f"{row[0]} .. {row[1]}"
 
 
-def rent_observed(con: duckdb.DuckDBPyConnection, gpu: str, days: int = 90) -> dict[str, Any]:
-    """Cheapest current on-demand $/GPU-hour for the GPU, and the trailing median of the daily cheapest."""
-    current = con.execute(
-        """SELECT usd_per_gpu_hour, provider, region, instance_type, observed_at::VARCHAR FROM current_prices
-           WHERE gpu = ? AND pricing = 'on_demand' AND gpu_count >= 1 ORDER BY usd_per_gpu_hour LIMIT 1""",
+def rent_observed(
+    con: duckdb.DuckDBPyConnection,
+    gpu: str,
+    days: int = 90,
+    min_reliability: float = defaults.MIN_RELIABILITY.value,
+) -> dict[str, Any]:
+    """The rent a GPU box competes with: a price a renter can really get, and its recent history.
+
+    * ``cloud``: the cheapest current on-demand $/GPU-hour among providers with a price list (a listed
+      price, available wherever the provider has capacity);
+    * ``market``: the median $/GPU-hour of the GPU's reliable marketplace listings (every group and
+      GPU count pooled, listings at or above ``min_reliability``), with how many listings it rests on;
+    * ``current``: the lower of the two, and ``current_from`` says which -- never one listing's floor;
+    * ``median``: the trailing ``days``-day median of the same choice made day by day (the lower of the
+      day's cheapest cloud on-demand and the day's marketplace median), shown beside it.
+    """
+    markets = ", ".join(f"'{m}'" for m in MARKETPLACES)
+    cloud = con.execute(
+        f"""SELECT usd_per_gpu_hour, provider, region, instance_type, {_utc("source_time")} FROM current_prices
+            WHERE gpu = ? AND pricing = 'on_demand' AND gpu_count >= 1 AND provider NOT IN ({markets})
+            ORDER BY usd_per_gpu_hour, provider, region, instance_type LIMIT 1""",
         [gpu],
     ).fetchone()
-    median = con.execute(
-        """WITH daily AS (
-               SELECT day, min(min_usd_per_gpu_hour) AS cheapest FROM gpu_hourly
-               WHERE gpu = ? AND pricing = 'on_demand' AND day >= current_date - ?::INTEGER GROUP BY day)
-           SELECT median(cheapest), count(*) FROM daily""",
-        [gpu, days],
+    market = con.execute(
+        """WITH listed AS (
+               SELECT m.provider, unnest(m.listings) AS l, m.gpu_count FROM market_current m
+               WHERE m.gpu = ? AND m.pricing = 'on_demand' AND m.listings IS NOT NULL)
+           SELECT quantile_cont(l.usd_per_hour / gpu_count, 0.5), count(*), min(provider) FROM listed
+           WHERE l.reliability >= ?""",
+        [gpu, min_reliability],
     ).fetchone()
-    out: dict[str, Any] = {"current": None, "median": None, "median_days": 0}
-    if current is not None:
-        out["current"] = current[0]
-        out["current_from"] = f"{current[1]} {current[2]} {current[3]} ({current[4]})"
+    median = con.execute(
+        f"""WITH cloud AS (
+               SELECT day, min(min_usd_per_gpu_hour) AS v FROM gpu_hourly
+               WHERE gpu = ? AND pricing = 'on_demand' AND provider NOT IN ({markets})
+                 AND day >= current_date - ?::INTEGER GROUP BY day),
+           listed AS (
+               SELECT m.observed_at, unnest(m.listings) AS l, o.gpu_count
+               FROM market_stats m JOIN offers o USING (offer_id)
+               WHERE o.gpu = ? AND m.pricing = 'on_demand' AND m.listings IS NOT NULL
+                 AND m.observed_at >= current_date - ?::INTEGER),
+           market AS (
+               SELECT observed_at::DATE AS day, quantile_cont(l.usd_per_hour / gpu_count, 0.5) AS v FROM listed
+               WHERE l.reliability >= ? GROUP BY 1),
+           daily AS (
+               SELECT day, min(v) AS cheapest FROM (SELECT * FROM cloud UNION ALL SELECT * FROM market) GROUP BY day)
+           SELECT median(cheapest), count(*) FROM daily""",
+        [gpu, days, gpu, days, min_reliability],
+    ).fetchone()
+    out: dict[str, Any] = {"current": None, "median": None, "median_days": 0, "cloud": None, "market": None}
+    if cloud is not None:
+        out["cloud"] = {
+            "usd_per_gpu_hour": cloud[0],
+            "from": f"cheapest cloud on-demand: {cloud[1]} {cloud[2]} {cloud[3]} (as of {cloud[4]})",
+        }
+    if market is not None and market[0] is not None:
+        out["market"] = {
+            "usd_per_gpu_hour": market[0],
+            "listings": market[1],
+            "from": f"{market[2]} median of {market[1]} listings (reliability >= {min_reliability:g})",
+        }
+    candidates = [c for c in (out["cloud"], out["market"]) if c is not None]
+    if candidates:
+        best = min(candidates, key=lambda c: c["usd_per_gpu_hour"])
+        out["current"], out["current_from"] = best["usd_per_gpu_hour"], best["from"]
     if median is not None and median[0] is not None:
         out["median"], out["median_days"] = median[0], median[1]
     return out

@@ -21,6 +21,7 @@ from pathlib import Path
 from scraper.base import ParseResult, Provider, RawPayload
 from scraper.http import Fetcher, RetryPolicy, Validators, make_client
 from scraper.providers import NAMES, provider_class
+from scraper.replay import Origin, apply_origin, origin_of
 from warehouse.alerts import Alert
 from warehouse.errors import CostoptError, MissingCredentials, UsageError
 from warehouse.load import RunRecord
@@ -77,6 +78,7 @@ class _Fetched:
     status: str = "ok"
     seconds: float = 0.0
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    origin: Origin | None = None  # a replay's declared origin (None: live)
 
 
 Progress = Callable[[str, str], None]  # (provider, message)
@@ -113,6 +115,7 @@ async def _fetch_one(
     client = shared_client
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)  # noqa: E731
     own_client = False
+    origin: Origin | None = None
     if replay_root is not None:
         directory = replay_root / name
         if not (directory / "replay.json").is_file():
@@ -122,6 +125,7 @@ async def _fetch_one(
         client, recorded = _replay_client(directory)
         clock = lambda: recorded  # noqa: E731
         own_client = True
+        origin = origin_of(directory)
     fetcher = Fetcher(
         client=client,  # type: ignore[arg-type]
         provider=name,
@@ -168,7 +172,9 @@ async def _fetch_one(
         if own_client:
             await client.aclose()  # type: ignore[attr-defined]
     progress(name, f"fetched {len(payloads)} payloads")
-    return _Fetched(name, provider, payloads, fetcher, started_at=started, seconds=time.monotonic() - clock_start)
+    return _Fetched(
+        name, provider, payloads, fetcher, started_at=started, seconds=time.monotonic() - clock_start, origin=origin
+    )
 
 
 async def _fetch_all(
@@ -292,6 +298,8 @@ def refresh(
             raw_root = raw_dir(db_path)
             raw_rows = [rawstore.store(raw_root, p) for p in item.payloads] if keep_raw else []
             observed = min((p.fetched_at for p in item.payloads), default=item.started_at)
+            if item.origin is not None:
+                result.prices = apply_origin(result.prices, item.origin)
             validators = {u: (v.etag, v.last_modified) for u, v in fetcher.new_validators.items()}
             runs.append(
                 (
@@ -313,6 +321,8 @@ def refresh(
                         seconds=item.seconds,
                         source_urls=sorted(set(fetcher.urls)),
                         parser_version=item.instance.parser_version,
+                        data_origin=item.origin.kind if item.origin else "live",
+                        figures_as_of=item.origin.figures_as_of if item.origin else None,
                     ),
                     None,
                 )

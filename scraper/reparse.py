@@ -14,6 +14,7 @@ from pathlib import Path
 from scraper.base import RawPayload
 from scraper.providers import NAMES, provider_class
 from scraper.refresh import Outcome, parse_and_validate
+from scraper.replay import Origin, apply_origin
 from warehouse.errors import CostoptError
 
 
@@ -77,6 +78,11 @@ def reparse(db_path: Path, providers: list[str] | None = None, *, dry_run: bool 
                 )
                 continue
             observed = min(p.fetched_at for p in payloads)
+            # a re-parse keeps what the data is: a replayed recording stays derived/generated, with its vintage
+            origin_row = con.execute(
+                "SELECT data_origin, figures_as_of FROM scrape_runs WHERE run_id = ?", [row]
+            ).fetchall()[0]
+            origin = Origin(origin_row[0] or "live", origin_row[1])
             summary = load_run(
                 con,
                 RunRecord(
@@ -84,13 +90,15 @@ def reparse(db_path: Path, providers: list[str] | None = None, *, dry_run: bool 
                     mode="reparse",
                     started_at=started,
                     observed_at=observed,
-                    prices=result.prices,
+                    prices=apply_origin(result.prices, origin),
                     spot_risk=result.spot_risk,
                     carried=result.carried,
                     unknown_items=unknown,
                     notes=f"re-parse of run {row}; " + "; ".join(notes),
                     seconds=time.monotonic() - clock,
                     parser_version=provider.parser_version,
+                    data_origin=origin.kind,
+                    figures_as_of=origin.figures_as_of,
                 ),
             )
             outcomes.append(

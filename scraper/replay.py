@@ -9,6 +9,7 @@ Layout of a replay directory (``fixtures/`` is one, and the bundled snapshot is 
 
     {"provider": "aws", "recorded_at": "2026-11-20T03:00:00Z",
      "about": "where the figures come from",
+     "origin": "derived", "figures_as_of": "2026-01-21T00:00:00Z",
      "responses": [
         {"method": "GET", "url": "https://host/path?query", "file": "body.json",
          "status": 200, "headers": {"content-type": "application/json", "etag": "\\"abc\\""},
@@ -18,12 +19,19 @@ A request matches an entry on method, host, path and query (parameters in any or
 such as ``key`` ignored) and, where ``request_json`` is given, on the JSON body. An entry with an
 ``etag`` answers 304 to a matching ``If-None-Match``, so conditional GET can be exercised offline.
 An unmatched request is a 404 naming the URL, so a provider that asks for something new fails loudly.
+
+``origin`` says what the recorded bodies are: ``recorded`` (real responses, the default), ``derived``
+(published prices written into the provider's real format by a script) or ``generated`` (sampled or
+invented data, e.g. marketplace listings reproducing published statistics). ``figures_as_of`` is the
+vintage of derived or generated figures; the loaded prices count their age from it (not from
+``recorded_at``, which is when the recording was assembled), and every plan row built on them says
+what they are.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,6 +40,7 @@ import httpx
 
 from scraper.http import SECRET_PARAMS
 from warehouse.errors import UsageError
+from warehouse.records import PriceRecord
 
 MANIFEST = "replay.json"
 
@@ -81,6 +90,44 @@ def load_manifest(directory: Path) -> list[Recorded]:
         return entries
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"replay: cannot read {manifest}: {exc}") from None
+
+
+ORIGINS = ("recorded", "derived", "generated")
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """What a recording is: real responses, or prices derived from publications, or generated data."""
+
+    kind: str  # one of ORIGINS
+    figures_as_of: datetime | None = None
+
+
+def origin_of(directory: Path) -> Origin:
+    """The manifest's declared origin (default: recorded); a bad declaration is a UsageError."""
+    manifest = directory / MANIFEST
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        kind = data.get("origin", "recorded")
+        as_of = data.get("figures_as_of")
+        when = _parse_time(as_of) if as_of else None
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        raise UsageError(f"replay: cannot read {manifest}: {exc}") from None
+    if kind not in ORIGINS:
+        raise UsageError(f"replay: {manifest}: origin {kind!r} is not one of {', '.join(ORIGINS)}")
+    return Origin(kind, when)
+
+
+def apply_origin(records: list[PriceRecord], origin: Origin) -> list[PriceRecord]:
+    """Records whose age counts from the recording's declared vintage, where it is older than their own time."""
+    if origin.figures_as_of is None:
+        return records
+    out = []
+    for r in records:
+        if r.vouched_at > origin.figures_as_of:
+            r = replace(r, source_time=origin.figures_as_of, source_basis="declared")
+        out.append(r)
+    return out
 
 
 def recorded_at(directory: Path) -> datetime:

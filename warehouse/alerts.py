@@ -111,9 +111,12 @@ def check_run(con: duckdb.DuckDBPyConnection, run_id: int) -> list[Alert]:
     usual = [
         r[0]
         for r in con.execute(
+            # runs of the same parser version only: a parser that regroups offers (Vast.ai's parser 2 no longer
+            # splits groups by country) changes the count without the source changing
             "SELECT offers FROM scrape_runs WHERE provider = ? AND status = 'ok' AND run_id < ? "
+            "AND parser_version IS NOT DISTINCT FROM (SELECT parser_version FROM scrape_runs WHERE run_id = ?) "
             "ORDER BY run_id DESC LIMIT ?",
-            [provider, run_id, RECENT_RUNS],
+            [provider, run_id, run_id, RECENT_RUNS],
         ).fetchall()
     ]
     # A run that skipped unchanged sources (AWS regions whose publication did not change) parses only

@@ -58,6 +58,8 @@ class RunRecord:
     seconds: float = 0.0
     source_urls: list[str] = field(default_factory=list)
     parser_version: str = "1"
+    data_origin: str = "live"  # live | recorded | derived | generated (a replay manifest declares the last three)
+    figures_as_of: datetime | None = None  # the declared vintage of derived or generated figures
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +143,10 @@ def _stage(con: duckdb.DuckDBPyConnection, records: list[PriceRecord]) -> None:
             "p10_usd",
             "median_usd",
             "max_usd",
+            "source_time",
+            "source_basis",
+            "effective_since",
+            "listings",
         )
     }
     for r in records:
@@ -159,6 +165,15 @@ def _stage(con: duckdb.DuckDBPyConnection, records: list[PriceRecord]) -> None:
         columns["p10_usd"].append(s.p10 if s else None)
         columns["median_usd"].append(s.median if s else None)
         columns["max_usd"].append(s.max if s else None)
+        columns["source_time"].append(r.source_time)
+        columns["source_basis"].append(r.source_basis)
+        columns["effective_since"].append(r.effective_since)
+        columns["listings"].append(
+            [{"usd_per_hour": x.usd_per_hour, "country": x.country, "reliability": x.reliability} for x in s.listings]
+            if s and s.listings
+            else None
+        )
+    listing = pa.struct([("usd_per_hour", pa.float64()), ("country", pa.string()), ("reliability", pa.float64())])
     schema = pa.schema(
         [
             ("region", pa.string()),
@@ -175,6 +190,10 @@ def _stage(con: duckdb.DuckDBPyConnection, records: list[PriceRecord]) -> None:
             ("p10_usd", pa.float64()),
             ("median_usd", pa.float64()),
             ("max_usd", pa.float64()),
+            ("source_time", pa.timestamp("us", tz="UTC")),
+            ("source_basis", pa.string()),
+            ("effective_since", pa.timestamp("us", tz="UTC")),
+            ("listings", pa.list_(listing)),
         ]
     )
     table = pa.Table.from_pydict(columns, schema=schema)
@@ -252,9 +271,10 @@ def _load(con: duckdb.DuckDBPyConnection, run: RunRecord) -> LoadSummary:
            WHERE o.provider = ? AND p.valid_to IS NULL""",
         [provider],
     )
-    # unchanged: confirm
+    # unchanged: confirm (and take the source's newer time: a republished file vouches for the price anew)
     con.execute(
-        """UPDATE prices p SET last_seen = ?, last_run = ?
+        """UPDATE prices p SET last_seen = ?, last_run = ?, source_time = b.source_time,
+                  source_basis = b.source_basis, effective_since = b.effective_since
            FROM _obs b WHERE p.offer_id = b.offer_id AND p.pricing = b.pricing AND p.valid_to IS NULL
            AND abs(p.usd_per_hour - b.usd_per_hour) < 1e-9""",
         [obs, run_id],
@@ -284,8 +304,9 @@ def _load(con: duckdb.DuckDBPyConnection, run: RunRecord) -> LoadSummary:
     )
     con.execute(
         """INSERT INTO prices (offer_id, pricing, usd_per_hour, valid_from, valid_to, last_seen, first_run, last_run,
-                               source)
-           SELECT b.offer_id, b.pricing, b.usd_per_hour, ?, NULL, ?, ?, ?, b.source FROM _obs b
+                               source, source_time, source_basis, effective_since)
+           SELECT b.offer_id, b.pricing, b.usd_per_hour, ?, NULL, ?, ?, ?, b.source, b.source_time, b.source_basis,
+                  b.effective_since FROM _obs b
            WHERE NOT EXISTS (SELECT 1 FROM prices p WHERE p.offer_id = b.offer_id AND p.pricing = b.pricing
                              AND p.valid_to IS NULL)""",
         [obs, obs, run_id, run_id],
@@ -315,7 +336,9 @@ def _load(con: duckdb.DuckDBPyConnection, run: RunRecord) -> LoadSummary:
         [obs],
     )
     con.execute(
-        """INSERT INTO market_stats SELECT ?, offer_id, pricing, ?, offer_count, min_usd, p10_usd, median_usd, max_usd
+        """INSERT INTO market_stats (run_id, offer_id, pricing, observed_at, offer_count, min_usd, p10_usd,
+                                     median_usd, max_usd, listings)
+           SELECT ?, offer_id, pricing, ?, offer_count, min_usd, p10_usd, median_usd, max_usd, listings
            FROM _obs WHERE offer_count IS NOT NULL""",
         [run_id, obs],
     )
@@ -364,7 +387,7 @@ def _load(con: duckdb.DuckDBPyConnection, run: RunRecord) -> LoadSummary:
     con.execute(
         """INSERT INTO scrape_runs (run_id, provider, mode, started_at, finished_at, observed_at, status, offers,
            prices_changed, prices_closed, unknown_items, flags, bytes_downloaded, seconds, error, source_urls,
-           parser_version, notes) VALUES (?,?,?,?,?,?,'ok',?,?,?,?,?,?,?,NULL,?,?,?)""",
+           parser_version, notes, data_origin, figures_as_of) VALUES (?,?,?,?,?,?,'ok',?,?,?,?,?,?,?,NULL,?,?,?,?,?)""",
         [
             run_id,
             provider,
@@ -382,6 +405,8 @@ def _load(con: duckdb.DuckDBPyConnection, run: RunRecord) -> LoadSummary:
             run.source_urls,
             run.parser_version,
             run.notes,
+            run.data_origin,
+            run.figures_as_of,
         ],
     )
     for temp in ("_stage", "_obs", "_open", "_carried"):

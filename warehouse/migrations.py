@@ -209,4 +209,50 @@ ALTER TABLE raw_payloads ADD COLUMN scope VARCHAR[];
     )
 )
 
+MIGRATIONS.append(
+    (
+        4,
+        "price provenance and marketplace listings",
+        """
+-- When the source itself vouches for a price (an AWS offer file's publication, a recording's
+-- declared vintage; NULL: the observation time), how that time was obtained, and the source's own
+-- "in effect since" date where it gives one (Azure effectiveStartDate).
+ALTER TABLE prices ADD COLUMN source_time TIMESTAMPTZ;
+ALTER TABLE prices ADD COLUMN source_basis VARCHAR;
+ALTER TABLE prices ADD COLUMN effective_since TIMESTAMPTZ;
+-- Every listing of a marketplace group in the run, cheapest first: what a plan needs to price
+-- renting k of them and to filter them by country and reliability.
+ALTER TABLE market_stats ADD COLUMN listings STRUCT(usd_per_hour DOUBLE, country VARCHAR, reliability DOUBLE)[];
+-- Where a run's data came from: live | recorded | derived | generated (replay manifests declare
+-- the last three), and the declared vintage of derived or generated figures.
+ALTER TABLE scrape_runs ADD COLUMN data_origin VARCHAR;
+ALTER TABLE scrape_runs ADD COLUMN figures_as_of TIMESTAMPTZ;
+
+CREATE OR REPLACE VIEW price_history AS
+SELECT o.provider, o.region, o.instance_type, o.gpu, o.gpu_count, p.pricing,
+       p.usd_per_hour, p.usd_per_hour / o.gpu_count AS usd_per_gpu_hour,
+       p.valid_from, p.valid_to, p.last_seen, p.source, o.offer_id, p.first_run, p.last_run,
+       coalesce(p.source_time, p.last_seen) AS source_time, coalesce(p.source_basis, 'observed') AS source_basis,
+       p.effective_since
+FROM prices p JOIN offers o USING (offer_id);
+
+CREATE OR REPLACE VIEW current_prices AS
+SELECT h.provider, h.region, h.instance_type, h.gpu, h.gpu_count, h.pricing, h.usd_per_hour, h.usd_per_gpu_hour,
+       h.last_seen AS observed_at, h.valid_from AS price_since,
+       round(epoch(now() - h.last_seen) / 3600.0, 2) AS age_hours, h.source, h.offer_id,
+       h.source_time, h.source_basis,
+       round(epoch(now() - h.source_time) / 3600.0, 2) AS source_age_hours,
+       h.effective_since, coalesce(r.data_origin, 'unknown') AS data_origin
+FROM price_history h LEFT JOIN scrape_runs r ON r.run_id = h.last_run
+WHERE h.valid_to IS NULL;
+
+CREATE OR REPLACE VIEW market_current AS
+SELECT o.provider, o.region, o.instance_type, o.gpu, o.gpu_count, m.pricing, m.observed_at,
+       m.offer_count, m.min_usd, m.p10_usd, m.median_usd, m.max_usd, m.listings
+FROM market_stats m JOIN offers o USING (offer_id)
+WHERE m.run_id = (SELECT max(run_id) FROM market_stats m2 WHERE m2.offer_id = m.offer_id);
+""",
+    )
+)
+
 LATEST = MIGRATIONS[-1][0]

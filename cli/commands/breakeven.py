@@ -26,7 +26,10 @@ def breakeven_command(
         float, typer.Option("--hosting-per-kw-month", help="Colocation, USD per kW-month.")
     ] = d.HOSTING_PER_KW_MONTH.value,
     rent_price: Annotated[
-        float | None, typer.Option("--rent-price", help="Rent per GPU-hour (default: cheapest observed on-demand).")
+        float | None,
+        typer.Option(
+            "--rent-price", help="Rent per GPU-hour (default: cheaper of cloud on-demand and the marketplace median)."
+        ),
     ] = None,
     db: DbOption = None,
     format: FormatOption = Format.table,
@@ -40,73 +43,80 @@ def breakeven_command(
     from warehouse.gpus import catalog
 
     spec = catalog().resolve(gpu)
-    observed: dict = {"current": None, "median": None, "median_days": 0}
+    observed: dict = {"current": None, "median": None, "median_days": 0, "cloud": None, "market": None}
     if rent_price is None:
         with open_for_reading(db) as wh:
             observed = inputs.rent_observed(wh.con, spec.name)
         if observed["current"] is None:
             raise UsageError(f"no observed on-demand rent for {spec.name} in the warehouse: give --rent-price")
-        rent, source = observed["current"], f"cheapest current on-demand: {observed['current_from']}"
+        rent, source = observed["current"], observed["current_from"]
     else:
         rent, source = rent_price, "--rent-price"
-    result = breakeven(
-        Inputs(
-            gpu=spec, count=count, rent_usd_per_gpu_hour=rent, rent_source=source, utilization=utilization,
-            power_price=power_price, pue=pue, life_years=life_years, residual=residual, server_cost=server_cost,
-            hosting_per_kw_month=hosting_per_kw_month,
-        )
+    common = dict(
+        gpu=spec, count=count, utilization=utilization, power_price=power_price, pue=pue, life_years=life_years,
+        residual=residual, server_cost=server_cost, hosting_per_kw_month=hosting_per_kw_month,
     )  # fmt: skip
+    result = breakeven(Inputs(rent_usd_per_gpu_hour=rent, rent_source=source, **common))  # type: ignore[arg-type]
     data = result.as_dict()
-    data["assumptions"]["rent_90d_median_usd_per_gpu_hour"] = observed["median"]
-    data["assumptions"]["rent_90d_days_observed"] = observed["median_days"]
+    at_median = None
     if observed["median"] and rent_price is None:
-        alt = breakeven(
-            Inputs(
-                gpu=spec,
-                count=count,
-                rent_usd_per_gpu_hour=observed["median"],
-                rent_source="median",
-                utilization=utilization,
-                power_price=power_price,
-                pue=pue,
-                life_years=life_years,
-                residual=residual,
-                server_cost=server_cost,
-                hosting_per_kw_month=hosting_per_kw_month,
-            )
+        at_median = breakeven(
+            Inputs(rent_usd_per_gpu_hour=observed["median"], rent_source="90-day median", **common)  # type: ignore[arg-type]
         )
-        data["assumptions"]["break_even_hours_at_90d_median"] = alt.break_even_hours
+    data["rent"] = {
+        "usd_per_gpu_hour": rent,
+        "source": source,
+        "cloud_on_demand": observed["cloud"],
+        "marketplace_median": observed["market"],
+        "history_median_usd_per_gpu_hour": observed["median"],
+        "history_days_observed": observed["median_days"],
+        "at_history_median": None
+        if at_median is None
+        else {k: at_median.as_dict()[k] for k in ("months_to_break_even", "break_even_utilization", "never")},
+    }
     if format is not Format.table:
         print(to_json(data))
         return
 
-    def opt(v: float | None, fmt: str) -> str:
-        return "never" if v is None else format_value(v, fmt)
+    a = data["assumptions"]
+    life = f"{life_years:g}-year life"
 
+    def months(r) -> str:  # type: ignore[no-untyped-def]
+        if r.months_to_break_even is not None:
+            return f"{r.months_to_break_even:.1f}"
+        return "never" + (f" ({r.months_needed:.1f} months needed)" if r.months_needed is not None else "")
+
+    util = (
+        f"{result.break_even_utilization:.0%}"
+        if result.break_even_utilization is not None
+        else "never" + (f" ({result.utilization_needed:.0%} needed)" if result.utilization_needed else "")
+    )
+    hours = f"{result.break_even_hours:,.0f}" if result.break_even_hours is not None else "never"
     rows = [
-        ["capex", f"${result.capex_usd:,.0f}", data["assumptions"]["capex_source"]],
-        ["opex per hour of use", f"${result.opex_usd_per_hour:,.2f}",
-         f"power ${data['assumptions']['power_usd_per_hour']:.2f} + hosting "
-         f"${data['assumptions']['hosting_usd_per_hour_of_use']:.2f}"],
+        ["capex", f"${result.capex_usd:,.0f}", a["capex_source"]],
+        ["power per hour of use", f"${a['power_usd_per_hour_of_use']:,.2f}",
+         f"{a['it_power_kw']:.1f} kW x PUE {pue:g} x ${power_price:g}/kWh"],
+        ["hosting per month", f"${a['hosting_usd_per_month']:,.0f}",
+         f"{a['it_power_kw']:.1f} kW x ${hosting_per_kw_month:g}/kW-month, busy or idle"],
         ["rent per hour", f"${result.rent_usd_per_hour:,.2f}", f"{count} x ${rent:.2f}/GPU-h, {source}"],
-        ["break-even hours of use", opt(result.break_even_hours, ",.0f"), "capex x (1 - residual) / (rent - opex)"],
-        ["break-even utilization", opt(result.break_even_utilization, ".0%"), f"over {life_years:g} years"],
-        ["months to break even", opt(result.months_to_break_even, ".1f"), f"at {utilization:.0%} utilization"],
+        ["months to break even", months(result), f"at {utilization:.0%} utilization, within a {life}"],
+        ["break-even utilization", util, f"pays off exactly over the {life}"],
+        ["break-even hours of use", hours, "by the break-even month"],
     ]  # fmt: skip
-    if observed["median"]:
+    if at_median is not None:
         rows.append(
-            [
-                "90-day median rent",
-                f"${observed['median']:.2f}/GPU-h",
-                f"break-even {opt(data['assumptions'].get('break_even_hours_at_90d_median'), ',.0f')} hours",
-            ]
-        )
+            ["90-day median rent", f"${observed['median']:.2f}/GPU-h",
+             f"months to break even at it: {months(at_median)} ({observed['median_days']} "
+             f"day{'s' if observed['median_days'] != 1 else ''} observed)"]
+        )  # fmt: skip
+    for key, label in (("cloud", "cheapest cloud on-demand"), ("market", "marketplace median")):
+        alt = observed.get(key)
+        if alt is not None and rent_price is None:
+            rows.append([label, f"${alt['usd_per_gpu_hour']:.2f}/GPU-h", alt["from"]])
     print_table(rows, ["", "value", "from"], title=f"Buy vs rent: {count} x {spec.name}")
+    if result.never:
+        print(result.never)
     print(
         f"assumes: PUE {pue:g}, ${power_price:g}/kWh, ${hosting_per_kw_month:g}/kW-month hosting, "
-        f"{life_years:g}-year life, {residual:.0%} residual; every assumption is a flag (--help)"
+        f"{life}, {residual:.0%} residual, rent {a['rent_path']}; every assumption is a flag (--help)"
     )
-
-
-def format_value(value: float, fmt: str) -> str:
-    return format(value, fmt)

@@ -8,6 +8,7 @@ No credentials are needed for any of the three sources.
   version URL is the one the last successful run loaded is not downloaded at all; its prices are
   carried forward. Otherwise the CSV (hundreds of MB) is streamed to disk and scanned line by line
   (``aws_csv``), keeping the Linux on-demand price of each GPU instance type in ``aws_instances``.
+  The version id is also the file's publication time: the prices' age counts from it.
 * **Spot**: ``{COSTOPT_AWS_SPOT_URL}/spot.json``, one Linux price per (region, size).
 * **Spot Advisor**: ``{COSTOPT_AWS_SPOT_ADVISOR_URL}/spot-advisor-data.json``, savings and
   interruption-frequency bucket per (region, type) -> ``SpotRisk``.
@@ -51,6 +52,7 @@ DEFAULT_REGIONS: tuple[str, ...] = (
 )
 _REGION_CODE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 _CSV_REGION = re.compile(r"/AmazonEC2/[^/]+/([a-z0-9-]+)/index\.csv$")
+_VERSION = re.compile(r"/AmazonEC2/(\d{14})/")
 T = TypeVar("T")
 
 
@@ -60,6 +62,17 @@ def version_key(region: str) -> str:
 
 def regions_from_env(env: Mapping[str, str]) -> tuple[str, ...]:
     return regions_from(env, REGIONS_VAR, DEFAULT_REGIONS, _REGION_CODE, "us-east-1")
+
+
+def published_at(url: str) -> datetime | None:
+    """The publication time an offer file's version id carries (``.../AmazonEC2/20261119221500/...``), UTC."""
+    match = _VERSION.search(url.split("?", 1)[0])
+    if match is None:
+        return None
+    try:
+        return datetime.strptime(match.group(1), "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+    except ValueError:
+        return None
 
 
 def csv_url_of(base: str, version_url: str) -> str:
@@ -229,7 +242,7 @@ class AwsProvider(Provider):
             if bucket not in buckets:
                 result.skip("unknown interruption bucket", f"{region}/{instance_type} r={bucket}")
                 continue
-            label, low, high = buckets[bucket]
+            found = buckets[bucket]
             result.spot_risk.append(
                 SpotRisk(
                     provider=self.name,
@@ -237,9 +250,9 @@ class AwsProvider(Provider):
                     instance_type=instance_type,
                     savings_pct=savings,
                     bucket=bucket,
-                    label=label,
-                    interruption_pct_min=low,
-                    interruption_pct_max=high,
+                    label=found.label,
+                    interruption_pct_min=found.pct_min,
+                    interruption_pct_max=found.pct_max,
                     source=payload.url,
                     observed_at=payload.fetched_at,
                 )
@@ -258,6 +271,8 @@ class AwsProvider(Provider):
         usd: float,
         payload: RawPayload,
     ) -> PriceRecord:
+        # an offer file's prices are AWS's as of its publication: their age counts from there
+        published = published_at(payload.url) if pricing == "on_demand" else None
         return PriceRecord(
             provider=self.name,
             region=region,
@@ -270,6 +285,8 @@ class AwsProvider(Provider):
             observed_at=_utc(payload.fetched_at),
             vcpus=spec.vcpus,
             memory_gib=spec.memory_gib,
+            source_time=published,
+            source_basis="published" if published is not None else "observed",
         )
 
 

@@ -7,7 +7,8 @@
   scientific notation (``"9.0E-4"``); ``"N/A*"``, ``"N/A"``, ``"0"`` and missing mean no price.
   The old feed used legacy region names (``us-east``, ``eu-ireland``, ...), mapped to codes here.
 * ``spot-advisor-data.json`` has no price, but per (region, OS, type) the advertised saving ``s``
-  (percent against on-demand) and an interruption-frequency bucket ``r`` indexing ``ranges``.
+  (percent against on-demand) and an interruption-frequency bucket ``r`` indexing ``ranges``. What a
+  bucket means (bounds stored, frequency planned with) is defined once in ``warehouse.spot_buckets``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 from warehouse.errors import ParseError
+from warehouse.spot_buckets import bucket_bounds  # one definition, shared with the optimizer
+
+__all__ = ["advisor_entries", "bucket_bounds", "load_json", "region_code", "spot_price", "spot_prices"]
 
 # legacy spot.js region ids -> region codes (spotinfo, ec2instances.info, old AWS pricing scripts)
 LEGACY_REGIONS: dict[str, str] = {
@@ -93,29 +97,6 @@ def spot_prices(
                 price = spot_price(((linux or {}).get("prices") or {}).get("USD"))
                 if price is not None:
                     yield code, name, price
-
-
-def bucket_bounds(ranges: list[dict[str, Any]]) -> dict[int, tuple[str, float, float]]:
-    """Advisor bucket index -> (label, min %, max %).
-
-    The label carries the human range ("<5%", "5-10%", ">20%"); ``max`` is AWS's upper figure
-    used when the label cannot be read. The lower bound of a bucket is the previous bucket's upper.
-    """
-    bounds: dict[int, tuple[str, float, float]] = {}
-    previous_max = 0.0
-    for item in sorted(ranges, key=lambda r: r.get("index", 0)):
-        label = str(item.get("label", ""))
-        upper = float(item.get("max", 100))
-        low, high = previous_max, upper
-        if m := re.fullmatch(r"\s*<\s*(\d+(?:\.\d+)?)\s*%\s*", label):
-            low, high = 0.0, float(m.group(1))
-        elif m := re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*-\s*(\d+(?:\.\d+)?)\s*%\s*", label):
-            low, high = float(m.group(1)), float(m.group(2))
-        elif m := re.fullmatch(r"\s*>\s*(\d+(?:\.\d+)?)\s*%\s*", label):
-            low, high = float(m.group(1)), 100.0
-        bounds[int(item["index"])] = (label, low, high)
-        previous_max = high
-    return bounds
 
 
 def advisor_entries(

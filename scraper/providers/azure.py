@@ -31,7 +31,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
@@ -204,7 +204,7 @@ class AzureProvider(Provider):
             if key in conflicts:
                 result.skip("conflicting prices", f"{arm_sku} {region} {pricing}")
                 continue
-            _, price, payload = chosen[key]
+            effective, price, payload = chosen[key]
             vm = AZURE_VMS[arm_sku]
             result.prices.append(
                 PriceRecord(
@@ -219,6 +219,7 @@ class AzureProvider(Provider):
                     observed_at=payload.fetched_at,
                     vcpus=vm.vcpus,
                     memory_gib=vm.memory_gib,
+                    effective_since=_as_time(effective),
                 )
             )
         if rows and not result.prices:
@@ -267,6 +268,14 @@ class AzureProvider(Provider):
             result.skip("malformed row", f"{label}: effectiveStartDate {effective!r}")
             return None
         return (arm_sku, region, "spot" if spot else "on_demand"), effective, round(float(price), 6)
+
+
+def _as_time(text: str) -> datetime | None:
+    """effectiveStartDate as an aware UTC time (a date without zone is UTC), None when empty."""
+    if not text:
+        return None
+    when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def _is_date(text: str) -> bool:

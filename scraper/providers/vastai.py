@@ -3,9 +3,12 @@
 Vast has no fixed instance types: thousands of hosts each list offers at their own price, and offers
 appear and vanish between nightly runs. Storing every listing would turn the price history into
 noise, so the parser groups listings by what a renter actually chooses between -- canonical GPU,
-GPUs per offer, verified or not, datacenter or community host, country -- and records one price per
-group and pricing kind: the group's MEDIAN whole-offer price, with min / p10 / median / max and the
-offer count in ``MarketStats``.
+GPUs per offer, verified or not, datacenter or community host -- and records one price per group and
+pricing kind: the group's MEDIAN whole-offer price, with min / p10 / median / max, the offer count
+and every listing (price, country, reliability; cheapest first) in ``MarketStats``. Country is not a
+group key: grouping by it left most groups with a single listing, whose price nobody can count on;
+it is kept per listing so that a plan can filter on it (``--region US``). The group's region is
+``all`` (REGION).
 
 Source: ``POST {COSTOPT_VASTAI_URL}/api/v0/bundles/`` (the search endpoint vast-cli and gpuhunt use),
 once with ``type: "on-demand"`` and once with ``type: "bid"`` (interruptible).
@@ -47,7 +50,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from scraper.base import ParseResult, Provider, RawPayload
 from warehouse.errors import ParseError
-from warehouse.records import MarketStats, PriceRecord
+from warehouse.quantiles import quantile
+from warehouse.records import Listing, MarketStats, PriceRecord
 
 if TYPE_CHECKING:
     from scraper.http import Fetcher
@@ -61,6 +65,7 @@ ALLOCATED_STORAGE_GIB = 5.0  # what dph_total prices in for disk (vast-cli's def
 SEARCH_TYPES: dict[str, str] = {"on_demand": "on-demand", "interruptible": "bid"}
 A100_80GB_MIN_MB = 60_000  # gpu_ram is in MB: 40 GB cards report ~40960, 80 GB cards ~81920
 V100_32GB_MIN_MB = 24_000
+REGION = "all"  # a group spans every country; the listings carry theirs
 
 
 def _norm(name: str) -> str:
@@ -130,22 +135,17 @@ def country_of(geolocation: object) -> str:
     return last if _COUNTRY.match(last) else "unknown"
 
 
-def quantile(sorted_values: list[float], q: float) -> float:
-    """Linear-interpolation quantile (numpy's default): position q*(n-1) between neighbours."""
-    position = q * (len(sorted_values) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(sorted_values) - 1)
-    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
-
-
-def market_stats(prices: Iterable[float]) -> MarketStats:
+def market_stats(prices: Iterable[float], listings: Iterable[Listing] = ()) -> MarketStats:
+    """Distribution of a group's prices; ``listings`` (if given) are kept cheapest first, ties by country."""
     values = sorted(prices)
+    kept = tuple(sorted(listings, key=lambda x: (x.usd_per_hour, x.country, -(x.reliability or 0.0))))
     return MarketStats(
         offer_count=len(values),
         min=values[0],
         p10=round(quantile(values, 0.10), 6),
         median=round(statistics.median(values), 6),
         max=values[-1],
+        listings=kept,
     )
 
 
@@ -156,11 +156,10 @@ class _Group:
     num_gpus: int
     verified: bool
     datacenter: bool
-    country: str
 
     @property
     def instance_type(self) -> str:
-        """Stable readable key, e.g. "RTX-4090x1.verified.datacenter" (country is the region)."""
+        """Stable readable key, e.g. "RTX-4090x1.verified.datacenter"."""
         return (
             f"{self.gpu}x{self.num_gpus}."
             f"{'verified' if self.verified else 'unverified'}."
@@ -172,6 +171,15 @@ def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if math.isfinite(value) else None
+
+
+def _reliability(offer: dict[str, Any]) -> float | None:
+    """Vast's ``reliability2`` (falling back to ``reliability``), a 0..1 score; None when absent or out of range."""
+    for key in ("reliability2", "reliability"):
+        value = _number(offer.get(key))
+        if value is not None and 0.0 <= value <= 1.0:
+            return round(value, 6)
+    return None
 
 
 def _is_datacenter(offer: dict[str, Any]) -> bool:
@@ -241,7 +249,7 @@ def search_query(search_type: str, gpu_name: str | None = None) -> dict[str, Any
 
 class VastProvider(Provider):
     name: ClassVar[str] = "vastai"
-    parser_version: ClassVar[str] = "1"
+    parser_version: ClassVar[str] = "2"  # 2: groups no longer split by country; listings kept
     base_urls: ClassVar[dict[str, str]] = {URL_VARIABLE: "https://console.vast.ai"}
 
     @property
@@ -280,7 +288,7 @@ class VastProvider(Provider):
 
     def parse(self, payloads: list[RawPayload]) -> ParseResult:
         result = ParseResult()
-        prices: dict[_Group, list[float]] = defaultdict(list)
+        listings: dict[_Group, list[Listing]] = defaultdict(list)
         sources: dict[_Group, tuple[str, datetime]] = {}
         seen_ids: set[tuple[str, object]] = set()
         for payload in payloads:
@@ -291,20 +299,21 @@ class VastProvider(Provider):
                 listing = self._listing(offer, pricing, result)
                 if listing is None:
                     continue
-                group, price, offer_id = listing
+                group, item, offer_id = listing
                 if offer_id is not None:
                     if (pricing, offer_id) in seen_ids:
                         continue
                     seen_ids.add((pricing, offer_id))
-                prices[group].append(price)
+                listings[group].append(item)
                 sources.setdefault(group, (payload.url, payload.fetched_at))
-        for group in sorted(prices, key=lambda g: (g.pricing, g.gpu, g.num_gpus, g.instance_type, g.country)):
-            stats = market_stats(prices[group])
+        for group in sorted(listings, key=lambda g: (g.pricing, g.gpu, g.num_gpus, g.instance_type)):
+            items = listings[group]
+            stats = market_stats([x.usd_per_hour for x in items], items)
             url, fetched_at = sources[group]
             result.prices.append(
                 PriceRecord(
                     provider=self.name,
-                    region=group.country,
+                    region=REGION,
                     instance_type=group.instance_type,
                     gpu=group.gpu,
                     gpu_count=group.num_gpus,
@@ -318,8 +327,8 @@ class VastProvider(Provider):
         return result
 
     @staticmethod
-    def _listing(offer: object, pricing: str, result: ParseResult) -> tuple[_Group, float, object] | None:
-        """(group, whole-offer price, offer id) of one listing, or None after counting why it was skipped."""
+    def _listing(offer: object, pricing: str, result: ParseResult) -> tuple[_Group, Listing, object] | None:
+        """(group, listing, offer id) of one offer, or None after counting why it was skipped."""
         if not isinstance(offer, dict):
             result.skip("malformed offer", repr(offer)[:60])
             return None
@@ -349,6 +358,6 @@ class VastProvider(Provider):
             num_gpus=num_gpus,
             verified=_is_verified(offer),
             datacenter=_is_datacenter(offer),
-            country=country_of(offer.get("geolocation")),
         )
-        return group, round(price, 6), offer_id
+        item = Listing(round(price, 6), country_of(offer.get("geolocation")), _reliability(offer))
+        return group, item, offer_id

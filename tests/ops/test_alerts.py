@@ -71,6 +71,20 @@ def test_unchanged_sources_carried_forward_are_not_fewer_offers(con, make_record
     assert "fewer_offers" not in kinds(check_run(con, run.run_id))
 
 
+def test_a_new_parser_version_that_regroups_offers_is_not_fewer_offers(con, make_record):
+    """Vast.ai's parser 2 groups listings without country: fewer, larger groups from the same market."""
+    for night in range(3):
+        nightly(con, make_record, night, [f"t{i}" for i in range(10)])
+    at = T0 + 3 * DAY
+    regrouped = [make_record(f"g{i}", 1.0, gpu="L4", gpu_count=1, at=at) for i in range(3)]
+    run = load_run(con, RunRecord("aws", "live", at, at, prices=regrouped, parser_version="2"))
+    assert "fewer_offers" not in kinds(check_run(con, run.run_id))
+    at = T0 + 4 * DAY
+    fewer = [make_record("g0", 1.0, gpu="L4", gpu_count=1, at=at)]
+    again = load_run(con, RunRecord("aws", "live", at, at, prices=fewer, parser_version="2"))
+    assert "1 offers, far fewer than usual (median 3" in kinds(check_run(con, again.run_id))["fewer_offers"].message
+
+
 def test_failing_three_runs_in_a_row(con, make_record):
     nightly(con, make_record, 0, ["a"])
     ids = [record_failure(con, provider="aws", mode="live", started_at=T0, error=f"HTTP 503 #{i}") for i in range(3)]

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 
 import pytest
 
-from optimizer import defaults
-from optimizer.breakeven import Inputs, breakeven, jobs_to_pay_off
 from optimizer.estimate import Job, estimate
 from optimizer.memory import state_bytes
 from optimizer.models import resolve_model
-from optimizer.plan import Constraints, NoOptions, build_plan
-from optimizer.spot import hazard_from_bucket, overhead_fraction, spot_overhead, young_interval
+from optimizer.plan import (
+    Constraints,
+    NoOptions,
+    build_plan,
+    default_view,
+    instance_counts,
+    smallest_meeting,
+    stale_prices,
+)
+from optimizer.spot import hazard_from_bucket, spot_overhead
 from warehouse.errors import UsageError
 from warehouse.gpus import catalog
 
@@ -40,33 +45,6 @@ def test_cost_is_wall_hours_times_price_times_instances():
     two = plan.options.filter(plan.options["instances"] == 2).row(0, named=True)
     est2 = estimate(JOB, GPUS.resolve("A100-80GB"), 16, gpus_per_node=8, fabric="rdma")
     assert two["cost_expected"] == pytest.approx(est2.wall_hours.expected * 40.0 * 2)
-
-
-def test_young_daly_interval_minimizes_the_overhead():
-    c, lam = 0.05, 0.01
-    tau = young_interval(c, lam)
-    assert tau == pytest.approx(math.sqrt(2 * c / lam))
-    best = overhead_fraction(c, 0.3, lam, tau)
-    assert best == pytest.approx(math.sqrt(2 * c * lam) + lam * 0.3)
-    for other in (tau * 0.5, tau * 0.8, tau * 1.25, tau * 2):
-        assert overhead_fraction(c, 0.3, lam, other) > best
-
-
-def test_spot_overhead_closed_form_and_k_instances_fail_k_times_as_often():
-    states = state_bytes(resolve_model("8B"), "full")  # 128 GB
-    one = spot_overhead(hazard=0.01, hazard_source="t", instances=1, checkpoint_bytes=states)
-    c = states / 1e9 / 3600  # 1 GB/s per instance
-    assert one.checkpoint_hours == pytest.approx(c)
-    r = defaults.RESTART_HOURS.value + c
-    assert one.overhead == pytest.approx(math.sqrt(2 * c * 0.01) + 0.01 * r)
-    four = spot_overhead(hazard=0.01, hazard_source="t", instances=4, checkpoint_bytes=states)
-    c4 = c / 4
-    assert four.overhead == pytest.approx(math.sqrt(2 * c4 * 0.04) + 0.04 * (defaults.RESTART_HOURS.value + c4))
-
-
-def test_hazard_from_aws_buckets():
-    assert hazard_from_bucket(5, 10) == pytest.approx(-math.log(1 - 0.075) / 730)
-    assert hazard_from_bucket(20, 0) == pytest.approx(-math.log(1 - 0.30) / 730)  # open top bucket: 20-40 %
 
 
 def test_spot_savings_against_the_same_instance_on_demand_with_advisor_hazard():
@@ -95,8 +73,8 @@ def test_filters_name_the_one_that_removed_the_last_offer():
         build_plan(JOB, offers, GPUS, Constraints(gpus=("H1000",)))
     only_spot = build_plan(JOB, offers, GPUS, Constraints(spot=True, max_gpus=64))
     assert set(only_spot.options["pricing"]) == {"interruptible"}
-    # a marketplace group with 3 listings cannot be rented 4 times over
-    assert only_spot.options["instances"].max() == 2
+    # a marketplace group with 3 listings cannot be rented 4 times over (and has no listing detail here)
+    assert only_spot.options["instances"].max() == 3
 
 
 def test_budget_filter_and_pareto_marking():
@@ -123,41 +101,117 @@ def test_offers_that_cannot_hold_the_job_are_dropped_with_the_reason():
     offers = [offer(provider="vastai", instance="RTX-4090x1.verified.datacenter", gpu="RTX-4090", count=1,
                     region="US", price=0.4, offer_count=100)]  # fmt: skip
     big = Job(resolve_model("llama3-70b"), 1e12)
-    with pytest.raises(NoOptions, match="no offer can hold the job"):
+    with pytest.raises(NoOptions, match="needs more than --max-gpus 8: its smallest option needs 259 GPUs"):
         build_plan(big, offers, GPUS, Constraints(max_gpus=8))
+    # the listings are what stops it under a high cap: 259 x 1-GPU listings wanted, 100 listed
+    plan_error = "no offer can hold the job: needs 259 listings, the market has 100"
+    with pytest.raises(NoOptions, match=plan_error):
+        build_plan(big, offers, GPUS, Constraints(max_gpus=4096))
     fractional = [offer(provider="azure", instance="Standard_NV6ads_A10_v5", gpu="A10", count=1 / 6, price=0.45)]
-    with pytest.raises(NoOptions):
+    with pytest.raises(NoOptions, match=r"no offer can hold the job: fractional GPU \(0.166667 per instance\)"):
         build_plan(JOB, fractional, GPUS, Constraints())
 
 
-def test_breakeven_identity_and_values():
-    h100 = GPUS.resolve("H100")
-    result = breakeven(Inputs(gpu=h100, count=8, rent_usd_per_gpu_hour=2.5, rent_source="test"))
-    capex = 30000 * 8 * (1 + defaults.SERVER_SHARE.value)
-    assert result.capex_usd == pytest.approx(capex)
-    kw = 700 * 8 * defaults.SERVER_POWER_OVERHEAD.value / 1000
-    opex = kw * 1.3 * 0.12 + kw * 150 * 12 / (8760 * 0.6)
-    assert result.opex_usd_per_hour == pytest.approx(opex)
-    assert result.rent_usd_per_hour == pytest.approx(20.0)
-    assert result.break_even_hours * (result.rent_usd_per_hour - result.opex_usd_per_hour) == pytest.approx(
-        capex * (1 - 0.2)
-    )
-    assert result.break_even_utilization == pytest.approx(result.break_even_hours / (4 * 8760))
-    assert result.months_to_break_even == pytest.approx(result.break_even_hours / (0.6 * 730))
-    cheap = breakeven(Inputs(gpu=h100, count=8, rent_usd_per_gpu_hour=0.3, rent_source="test"))
-    assert cheap.break_even_hours is None and cheap.assumptions["never"]
-    assert jobs_to_pay_off(result, 100.0, 2000.0) == pytest.approx(
-        math.ceil(capex * 0.8 / (2000 - opex * 100) * 10) / 10
-    )
+def test_instance_counts_reach_the_cap_with_no_hidden_limit():
+    assert instance_counts(1, 256) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    assert instance_counts(3, 100) == [3, 6, 12, 24, 48, 96, 100]
+    assert instance_counts(1, 4096)[-1] == 4096 and len(instance_counts(1, 4096)) == 13  # O(log) counts
+    assert instance_counts(2, 50, extra=(37, 80, 1)) == [2, 4, 8, 16, 32, 37, 50]
+    assert instance_counts(5, 4) == []
 
 
-def test_breakeven_rejects_bad_values_and_unknown_prices():
-    h100 = GPUS.resolve("H100")
-    for bad in ({"utilization": 1.5}, {"pue": 0.9}, {"count": 0}, {"residual": -0.1}, {"life_years": 0}):
-        with pytest.raises(UsageError):
-            breakeven(Inputs(**{"gpu": h100, "count": 8, "rent_usd_per_gpu_hour": 2.0, "rent_source": "t", **bad}))
-    with pytest.raises(UsageError, match="--server-cost"):
-        breakeven(Inputs(gpu=GPUS.resolve("H100-PCIe"), count=8, rent_usd_per_gpu_hour=2.0, rent_source="t"))
+def test_smallest_count_meeting_a_deadline_by_bisection():
+    hours = lambda n: 1000.0 / n  # noqa: E731
+    assert smallest_meeting(1, 512, hours, 10.0) == 100
+    assert smallest_meeting(1, 512, hours, 1.0) is None
+    assert smallest_meeting(200, 512, hours, 10.0) == 200
+
+
+def test_max_gpus_is_searched_all_the_way_up():
+    """The issue's case: 8B on H100 with a 12 h deadline fits under --max-gpus 4096 (no 32x cap any more)."""
+    offers = [offer(instance="p5.48xlarge", gpu="H100-SXM", price=55.04)]
+    plan = build_plan(JOB, offers, GPUS, Constraints(max_gpus=4096, deadline_hours=12))
+    assert plan.options["instances"].max() == 512  # 4096 GPUs / 8
+    fastest_needed = plan.options["instances"].min()
+    est = estimate(JOB, GPUS.resolve("H100-SXM"), fastest_needed * 8, gpus_per_node=8, fabric="rdma")
+    below = estimate(JOB, GPUS.resolve("H100-SXM"), (fastest_needed - 1) * 8, gpus_per_node=8, fabric="rdma")
+    assert est.wall_hours.expected <= 12 < below.wall_hours.expected  # the smallest count that meets it
+
+
+def test_a_job_too_big_for_the_cap_says_so():
+    big = Job(resolve_model("2T"), 100e9)
+    with pytest.raises(NoOptions, match=r"needs more than --max-gpus 256: its smallest option needs \d+ GPUs"):
+        build_plan(big, [offer(instance="p5.48xlarge", gpu="H100-SXM", price=55.04)], GPUS, Constraints())
+
+
+def test_absurd_inputs_are_refused():
+    with pytest.raises(UsageError, match="more than 100 years: check --tokens"):
+        build_plan(Job(resolve_model("8B"), 1e40), [offer()], GPUS, Constraints())
+
+
+def test_spot_keeps_its_on_demand_baseline():
+    offers = [offer(price=40.0), offer(pricing="spot", price=16.0)]
+    spot_only = build_plan(JOB, offers, GPUS, Constraints(spot=True, max_gpus=16)).options
+    assert set(spot_only["pricing"]) == {"spot"}
+    full = build_plan(JOB, offers, GPUS, Constraints(max_gpus=16)).options
+    od = {r["instances"]: r["cost_expected"] for r in full.iter_rows(named=True) if r["pricing"] == "on_demand"}
+    for r in spot_only.iter_rows(named=True):
+        assert r["on_demand_cost_usd"] == pytest.approx(od[r["instances"]])
+        assert r["savings_usd"] == pytest.approx(od[r["instances"]] - r["cost_expected"])
+        assert r["savings_basis"] is None  # the same instance, not a fallback
+
+
+def test_identical_offers_in_several_regions_collapse_into_one_row():
+    offers = [
+        offer(region="us-east-1", price=40.0),
+        offer(region="us-west-2", price=40.0),
+        offer(region="eu-west-1", price=40.0),
+        offer(region="ap-south-1", price=44.0),
+    ]
+    frame = build_plan(JOB, offers, GPUS, Constraints(max_gpus=8)).options
+    assert frame.height == 2
+    same = frame.filter(frame["usd_per_instance_hour"] == 40.0).row(0, named=True)
+    assert same["regions"] == ["eu-west-1", "us-east-1", "us-west-2"] and same["region"] == "eu-west-1"
+    assert frame.filter(frame["usd_per_instance_hour"] == 44.0)["regions"].to_list() == [["ap-south-1"]]
+
+
+def test_options_slower_than_the_horizon_come_last_and_are_flagged():
+    slow_cheap = offer(provider="vastai", instance="V100-32GBx8.verified.datacenter", gpu="V100-32GB", region="all",
+                       price=1.2, offer_count=5)  # fmt: skip
+    fast = offer(instance="p5.48xlarge", gpu="H100-SXM", price=55.04)
+    frame = build_plan(JOB, [slow_cheap, fast], GPUS, Constraints(max_gpus=8)).options
+    first, last = frame.row(0, named=True), frame.row(-1, named=True)
+    assert first["gpu"] == "H100-SXM" and not first["slow"] and first["wall_expected"] <= 90 * 24
+    assert last["gpu"] == "V100-32GB" and last["slow"] and last["wall_expected"] > 90 * 24
+    assert last["cost_expected"] < first["cost_expected"]  # cheaper, but not what the table leads with
+    shorter = build_plan(JOB, [slow_cheap, fast], GPUS, Constraints(max_gpus=8, horizon_hours=1e6)).options
+    assert shorter.row(0, named=True)["gpu"] == "V100-32GB"
+
+
+def test_default_view_keeps_each_offers_cheapest_count_and_the_front():
+    offers = [offer(price=40.0), offer(provider="lambda", instance="gpu_8x_h100_sxm5", gpu="H100-SXM", price=24.0,
+                                       region="all")]  # fmt: skip
+    frame = build_plan(JOB, offers, GPUS, Constraints(max_gpus=64)).options
+    view = default_view(frame)
+    for key, group in view.group_by("instance_type"):
+        everything = frame.filter(frame["instance_type"] == key[0])
+        assert group["cost_expected"].min() == everything["cost_expected"].min()
+    assert set(view.filter(~view["pareto"])["instances"].to_list()) <= {1}
+    assert frame.filter(frame["pareto"]).height == view.filter(view["pareto"]).height
+
+
+def test_stale_prices_count_from_the_source_time():
+    rows = [
+        {"provider": "aws", "source_age_hours": 31 * 24.0, "source_time": "2026-10-01", "source_basis": "published",
+         "data_origin": "live"},
+        {"provider": "aws", "source_age_hours": 40 * 24.0, "source_time": "2026-09-20", "source_basis": "published",
+         "data_origin": "live"},
+        {"provider": "lambda", "source_age_hours": 2.0, "source_time": "2026-11-20", "source_basis": "observed",
+         "data_origin": "live"},
+    ]  # fmt: skip
+    stale = stale_prices(rows, stale_days=30)
+    assert [(s["provider"], s["age_hours"], s["source_time"]) for s in stale] == [("aws", 960.0, "2026-09-20")]
+    assert stale_prices(rows, stale_days=45) == []
 
 
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -191,6 +245,16 @@ def test_cli_plan_on_the_bundled_snapshot_json_contract(cli_env):
         o["wall_hours"]["expected"] * o["usd_per_instance_hour"] * o["instances"]
     )
     assert data["options"][0]["pareto"] is True
+    # provenance: every figure says where it comes from and how old it is by its source's own time
+    for o in data["options"]:
+        assert o["data_origin"] in {"derived", "generated"}  # the bundled snapshot is no live recording
+        assert o["price_source_time"] and o["price_age_hours"] > 24 * 30
+        assert o["regions"] and o["region"] == o["regions"][0]
+        if o["provider"] == "vastai":  # a marketplace price says how many listings stand behind it
+            assert o["listings"] >= 3 and f"of {o['listings']} listings" in o["market_basis"]
+            assert o["instances"] <= o["listings"]
+    assert data["warnings"] and data["warnings"][0].startswith("warning: prices older than 30 days")
+    assert data["horizon_days"] == 90 and data["market_price"] == "median"
 
 
 def test_cli_plan_bad_input_is_one_line(cli_env):
@@ -199,6 +263,9 @@ def test_cli_plan_bad_input_is_one_line(cli_env):
         (["--gpu", "H1000"], 2),
         (["--provider", "nosuch"], 1),
         (["--tokens", "100Q"], 2),
+        (["--tokens", "1e40"], 2),
+        (["--market-price", "max"], 2),
+        (["--horizon", "soon"], 2),
     ):
         base = {"--model": "8B", "--tokens": "100B"}
         out = run_cli("plan", *[x for kv in base.items() for x in kv], *args, env=cli_env)
@@ -218,3 +285,45 @@ def test_cli_breakeven(cli_env):
     assert data["rent_usd_per_hour"] == pytest.approx(20.0)
     none = run_cli("breakeven", "--gpu", "MI325X", "--count", "8", "--server-cost", "300000", env=cli_env)
     assert none.returncode == 2 and "--rent-price" in none.stderr
+
+
+def test_cli_breakeven_never_within_the_life(cli_env):
+    out = run_cli("breakeven", "--gpu", "H100", "--count", "8", "--rent-price", "1.09", "-f", "json", env=cli_env)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["months_to_break_even"] is None and data["break_even_utilization"] is None
+    assert data["never"].startswith("never within the hardware's 4-year life: at 60% utilization it would take 125.7")
+    assert data["months_needed"] == pytest.approx(125.72, abs=0.01)
+    table = run_cli("breakeven", "--gpu", "H100", "--count", "8", "--rent-price", "1.09", env=cli_env)
+    assert "never (125.7 months needed)" in table.stdout and "never within the hardware's 4-year life" in table.stdout
+
+
+def test_cli_breakeven_compares_with_a_robust_rent(cli_env):
+    out = run_cli("breakeven", "--gpu", "H100", "--count", "8", "-f", "json", env=cli_env)
+    assert out.returncode == 0, out.stderr
+    rent = json.loads(out.stdout)["rent"]
+    cloud, market = rent["cloud_on_demand"], rent["marketplace_median"]
+    assert cloud is not None and market is not None and market["listings"] >= 3
+    assert rent["usd_per_gpu_hour"] == min(cloud["usd_per_gpu_hour"], market["usd_per_gpu_hour"])
+    assert rent["source"] in (cloud["from"], market["from"])
+
+
+def test_cli_spot_keeps_the_baseline_and_the_readme_examples_run(cli_env):
+    out = run_cli("plan", "--model", "mixtral-8x7b", "--tokens", "200B", "--spot", "--top", "5", "--format", "json",
+                  env=cli_env)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    options = json.loads(out.stdout)["options"]
+    assert {o["pricing"] for o in options} <= {"spot", "interruptible"}
+    for o in options:
+        assert o["on_demand_cost_usd"] is not None
+        assert o["savings_usd"] == pytest.approx(o["on_demand_cost_usd"] - o["cost_usd"]["expected"])
+    big = run_cli("plan", "--model", "llama3-70b", "--tokens", "1T", "--gpu", "H100", "--deadline", "14d",
+                  "--max-gpus", "2048", "--budget", "2000000", "--format", "json", env=cli_env)  # fmt: skip
+    assert big.returncode == 0, big.stderr
+    first = json.loads(big.stdout)["options"][0]
+    assert first["wall_hours"]["expected"] <= 14 * 24 and first["gpus_per_instance"] * first["instances"] <= 2048
+    buy = run_cli("plan", "--model", "8B", "--tokens", "100B", "--no-spot", "--provider", "aws", "--buy", "-f", "json",
+                  env=cli_env)  # fmt: skip
+    assert buy.returncode == 0, buy.stderr
+    line = json.loads(buy.stdout)["buy"]
+    assert (line["jobs_to_pay_off"] is None) == (line["never"] is not None)

@@ -20,6 +20,7 @@ from scraper.providers.aws import DEFAULT_REGIONS, AwsProvider, csv_url_of, regi
 from scraper.replay import ReplayTransport, load_manifest
 from tests.scraper import support
 from tests.scraper.support import T0
+from warehouse import spot_buckets
 from warehouse.errors import ParseError, ProviderError, TransientProviderError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -272,20 +273,20 @@ def test_legacy_region_names():
     assert aws_spot.region_code("us-west-2") == "us-west-2"
 
 
-def test_bucket_bounds_from_the_real_ranges():
+def test_bucket_bounds_from_the_real_ranges_are_the_shared_definition():
     bounds = aws_spot.bucket_bounds(generator().RANGES)
-    assert bounds == {
-        0: ("<5%", 0, 5),
-        1: ("5-10%", 5, 10),
-        2: ("10-15%", 10, 15),
-        3: ("15-20%", 15, 20),
-        4: (">20%", 20, 100),
-    }
+    # the parsed ranges are exactly the one definition the optimizer plans with (warehouse.spot_buckets)
+    assert tuple(bounds[i] for i in sorted(bounds)) == spot_buckets.AWS_BUCKETS
+    assert [(b.label, b.pct_min, b.pct_max, b.open) for b in bounds.values()] == [
+        ("<5%", 0, 5, False),
+        ("5-10%", 5, 10, False),
+        ("10-15%", 10, 15, False),
+        ("15-20%", 15, 20, False),
+        (">20%", 20, 100, True),
+    ]
     # an unreadable label falls back to the previous bucket's upper bound and AWS's max
-    assert aws_spot.bucket_bounds([{"index": 0, "label": "low", "max": 5}, {"index": 1, "label": "?", "max": 11}]) == {
-        0: ("low", 0, 5),
-        1: ("?", 5, 11),
-    }
+    odd = aws_spot.bucket_bounds([{"index": 0, "label": "low", "max": 5}, {"index": 1, "label": "?", "max": 11}])
+    assert [(b.label, b.pct_min, b.pct_max) for b in odd.values()] == [("low", 0, 5), ("?", 5, 11)]
 
 
 # --- configuration --------------------------------------------------------------------------------------

@@ -89,6 +89,7 @@ def record_dict(r) -> dict:
             "median": r.stats.median,
             "max": r.stats.max,
         },
+        "listings": [[x.usd_per_hour, x.country, x.reliability] for x in r.stats.listings],
     }
 
 
@@ -119,6 +120,7 @@ def _approx_records(got: list[dict], want: list[dict]) -> None:
         assert g["gpu"] == w["gpu"] and g["gpu_count"] == w["gpu_count"], g
         assert g["usd_per_hour"] == pytest.approx(w["usd_per_hour"]), g
         assert g["stats"] == pytest.approx(w["stats"]), g
+        assert g["listings"] == w["listings"], g
 
 
 # --- aggregation, country, mapping ---------------------------------------------------------------
@@ -153,7 +155,7 @@ def test_group_price_is_the_median_whole_offer_and_groups_split_by_host_kind():
         "RTX-4090x4.verified.community",
     }
     main = by_type["RTX-4090x1.verified.community"]
-    assert main.usd_per_hour == 0.40 and main.stats.offer_count == 3 and main.region == "US"
+    assert main.usd_per_hour == 0.40 and main.stats.offer_count == 3 and main.region == "all"
     four = by_type["RTX-4090x4.verified.community"]
     assert four.gpu_count == 4 and four.usd_per_hour == 1.60 and four.usd_per_gpu_hour == pytest.approx(0.40)
     assert all(r.observed_at == T0 and r.source == URL for r in result.prices)
@@ -404,7 +406,16 @@ def test_replay_serves_both_searches_and_parses():
     assert result.skipped == {"unknown GPU": 6, "no price": 2}
     keys = [r.key for r in result.prices]
     assert len(keys) == len(set(keys))
-    assert any(r.gpu == "A100-40GB" for r in result.prices) and any(r.region == "unknown" for r in result.prices)
+    assert any(r.gpu == "A100-40GB" for r in result.prices)
+    assert {r.region for r in result.prices} == {"all"}  # country is a listing attribute, not a group key
+    countries = {x.country for r in result.prices for x in r.stats.listings}
+    assert "unknown" in countries and {"US", "DE", "CN"} <= countries
+    assert all(r.stats.offer_count == len(r.stats.listings) for r in result.prices)
+    # grouping without country leaves the data-centre GPUs' groups with several listings each
+    h200 = next(
+        r for r in result.prices if r.instance_type == "H200x8.verified.datacenter" and r.pricing == "on_demand"
+    )
+    assert h200.stats.offer_count >= 5
 
 
 def test_snapshot_reproduces_the_published_statistics():
@@ -456,7 +467,14 @@ def test_real_capture_parses():
     body = json.dumps({"offers": offers}).encode()
     provider = VastProvider({})
     (od,) = provider.parse([payload(body, "on_demand")]).prices
-    assert (od.gpu, od.gpu_count, od.region, od.instance_type) == ("RTX-4090", 1, "CN", "RTX-4090x1.verified.community")
+    assert (od.gpu, od.gpu_count, od.region, od.instance_type) == (
+        "RTX-4090",
+        1,
+        "all",
+        "RTX-4090x1.verified.community",
+    )
     assert od.usd_per_hour == pytest.approx(0.2466759, abs=1e-6)
+    (listing,) = od.stats.listings
+    assert (listing.country, listing.reliability) == ("CN", pytest.approx(0.970084, abs=1e-6))  # reliability2
     (bid,) = provider.parse([payload(body, "interruptible")]).prices
     assert bid.usd_per_hour == 0.2

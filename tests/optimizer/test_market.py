@@ -1,0 +1,107 @@
+"""Marketplace pricing: the price of k instances from a group's reliable listings, against hand-computed values."""
+
+from __future__ import annotations
+
+import pytest
+
+from optimizer.estimate import Job
+from optimizer.market import MarketPolicy, market_of
+from optimizer.models import resolve_model
+from optimizer.plan import Constraints, NoOptions, build_plan
+from warehouse.errors import UsageError
+from warehouse.gpus import catalog
+
+GPUS = catalog()
+JOB = Job(resolve_model("8B"), 100e9)
+
+
+def listing(usd: float, country: str = "US", reliability: float | None = 0.99) -> dict:
+    return {"usd_per_hour": usd, "country": country, "reliability": reliability}
+
+
+FIVE = [listing(p) for p in (10.0, 1.0, 4.0, 3.0, 2.0)]  # sorted: 1 2 3 4 10; median 3, p10 1 + 0.4 x 1 = 1.4
+
+
+def test_k_instances_pay_the_larger_of_the_ith_cheapest_and_the_quantile():
+    market = market_of(FIVE, MarketPolicy(), interruptible=False)
+    assert market is not None and market.prices == (1.0, 2.0, 3.0, 4.0, 10.0) and market.reference == 3.0
+    assert market.price_per_instance(1) == 3.0  # max(1, 3)
+    assert market.price_per_instance(3) == 3.0  # (3 + 3 + 3) / 3
+    assert market.price_per_instance(4) == pytest.approx(3.25)  # (3 + 3 + 3 + 4) / 4
+    assert market.price_per_instance(5) == pytest.approx(4.6)  # (3 + 3 + 3 + 4 + 10) / 5
+    assert market.price_per_instance(6) is None  # more instances than listings: not offered
+    assert (market.rule(3), market.rule(4)) == ("median", "4 cheapest")
+    assert market.basis(4) == "4 cheapest of 5 listings"
+
+
+def test_min_and_p10_policies():
+    cheapest = market_of(FIVE, MarketPolicy(price="min"), interruptible=False)
+    assert cheapest is not None
+    assert cheapest.price_per_instance(1) == 1.0 and cheapest.price_per_instance(2) == pytest.approx(1.5)
+    p10 = market_of(FIVE, MarketPolicy(price="p10"), interruptible=False)
+    assert p10 is not None and p10.reference == pytest.approx(1.4)
+    assert p10.price_per_instance(2) == pytest.approx((1.4 + 2.0) / 2)
+    assert p10.basis(1) == "p10 of 5 listings"
+
+
+def test_reliability_country_and_bid_premium():
+    items = [
+        listing(1.0, reliability=0.90),  # below 0.95
+        listing(2.0, reliability=None),  # no score: not eligible
+        listing(3.0, "DE", 0.97),
+        listing(4.0, "US", 0.95),  # at the threshold: kept
+        listing(5.0, "US", 0.999),
+    ]
+    market = market_of(items, MarketPolicy(), interruptible=False)
+    assert market is not None and market.prices == (3.0, 4.0, 5.0) and market.total == 5
+    assert market.countries == ("DE", "US")
+    us = market_of(items, MarketPolicy(countries=("US",)), interruptible=False)
+    assert us is not None and us.prices == (4.0, 5.0)
+    strict = market_of(items, MarketPolicy(min_reliability=0.98), interruptible=False)
+    assert strict is not None and strict.prices == (5.0,)
+    bids = market_of(items, MarketPolicy(), interruptible=True)
+    assert bids is not None and bids.prices == pytest.approx((3.75, 5.0, 6.25))  # min_bid x 1.25
+    assert bids.basis(1) == "bid floor+25%, median of 3 listings"
+    assert market_of(None, MarketPolicy(), interruptible=False) is None
+
+
+def test_policy_rejects_bad_values():
+    for bad in ({"price": "max"}, {"min_reliability": 1.5}, {"min_listings": 0}, {"bid_premium": -0.1}):
+        with pytest.raises(UsageError):
+            MarketPolicy(**bad)
+
+
+def vast(pricing="on_demand", listings=FIVE, count=8, gpu="H100-SXM"):
+    return {"provider": "vastai", "region": "all", "instance_type": f"{gpu}x{count}.verified.datacenter",
+            "gpu": gpu, "gpu_count": count, "pricing": pricing, "usd_per_hour": 3.0, "age_hours": 1.0,
+            "source": "https://console.vast.ai/api/v0/bundles/", "observed_at": "2026-11-20",
+            "offer_count": len(listings), "listings": listings, "data_origin": "generated"}  # fmt: skip
+
+
+def test_plan_prices_each_count_from_the_listings_and_never_rents_more_than_there_are():
+    plan = build_plan(JOB, [vast()], GPUS, Constraints(max_gpus=256))
+    rows = {r["instances"]: r for r in plan.options.iter_rows(named=True)}
+    assert sorted(rows) == [1, 2, 4, 5]  # min 1, doublings, and the 5 listings as the cap
+    assert rows[1]["usd_per_instance_hour"] == 3.0 and rows[1]["listings"] == 5
+    assert rows[4]["usd_per_instance_hour"] == pytest.approx(3.25)
+    assert rows[5]["usd_per_instance_hour"] == pytest.approx(4.6)
+    assert rows[4]["cost_expected"] == pytest.approx(rows[4]["wall_expected"] * 3.25 * 4)
+    assert rows[1]["market_basis"] == "median of 5 listings" and rows[1]["data_origin"] == "generated"
+
+
+def test_a_group_with_too_few_reliable_listings_is_not_offered():
+    thin = [listing(1.0), listing(2.0), listing(3.0, reliability=0.5)]
+    with pytest.raises(NoOptions, match="no offer can hold the job"):
+        build_plan(JOB, [vast(listings=thin)], GPUS, Constraints())
+    plan = build_plan(JOB, [vast(listings=thin)], GPUS, Constraints(market=MarketPolicy(min_listings=2)))
+    assert plan.options["listings"].to_list() == [2, 2]
+    assert plan.options["instances"].to_list() == [1, 2]
+
+
+def test_region_filters_marketplace_listings_by_country():
+    items = [listing(1.0, "DE"), listing(2.0, "DE"), listing(3.0, "DE"), listing(4.0, "US")]
+    plan = build_plan(JOB, [vast(listings=items)], GPUS, Constraints(regions=("DE",)))
+    first = plan.options.row(0, named=True)
+    assert first["listings"] == 3 and first["countries"] == ["DE"] and first["usd_per_instance_hour"] == 2.0
+    with pytest.raises(NoOptions, match="--region removed the last"):
+        build_plan(JOB, [vast(listings=items)], GPUS, Constraints(regions=("FR",)))
