@@ -11,6 +11,7 @@ import duckdb
 import pytest
 
 from tests.conftest import REPO
+from warehouse import migrations
 from warehouse.db import open_warehouse, schema_version
 from warehouse.errors import WarehouseError, WarehouseLocked
 from warehouse.migrations import LATEST
@@ -34,13 +35,12 @@ def test_fresh_database_gets_every_table_view_and_the_gpu_table(db_path):
 def test_reopening_does_not_migrate_twice(db_path):
     open_warehouse(db_path).close()
     con = open_warehouse(db_path)
-    assert con.execute("SELECT count(*) FROM schema_migrations").fetchone() == (LATEST,)
+    # one row per migration (numbers are handed out per branch, so the list may have gaps until merged)
+    assert con.execute("SELECT count(*) FROM schema_migrations").fetchone() == (len(migrations.MIGRATIONS),)
     con.close()
 
 
 def test_older_database_is_migrated(db_path, monkeypatch):
-    from warehouse import migrations
-
     open_warehouse(db_path).close()  # version 1
     extra = (LATEST + 1, "test column", "ALTER TABLE offers ADD COLUMN note VARCHAR;")
     monkeypatch.setattr("warehouse.db.MIGRATIONS", [*migrations.MIGRATIONS, extra])
