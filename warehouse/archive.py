@@ -419,17 +419,17 @@ def _insert_clipped(
         con.execute(
             f"""INSERT INTO prices (offer_id, pricing, usd_per_hour, valid_from, valid_to, last_seen, first_run,
                     last_run, source, archive_repository, archive_commit, archive_path)
-                SELECT k1, {common} FROM _pieces WHERE t > f""",
+                SELECT k1, {common} FROM _pieces WHERE t >= f""",
             [run_id, run_id, source, item.repository, item.path],
         )
     else:
         con.execute(
             f"""INSERT INTO gpu_part_prices (provider, region, gpu, gpu_count, pricing, usd_per_hour, valid_from,
                     valid_to, last_seen, first_run, last_run, source, archive_repository, archive_commit, archive_path)
-                SELECT ?, region, gpu, gpu_count, {common} FROM _pieces WHERE t > f""",
+                SELECT ?, region, gpu, gpu_count, {common} FROM _pieces WHERE t >= f""",
             [item.provider, run_id, run_id, source, item.repository, item.path],
         )
-    written = con.execute("SELECT count(*) FROM _pieces WHERE t > f").fetchall()[0][0]
+    written = con.execute("SELECT count(*) FROM _pieces WHERE t >= f").fetchall()[0][0]
     for temp in ("_new", "_held", "_pieces"):
         con.execute(f"DROP TABLE IF EXISTS {temp}")
     return int(written)

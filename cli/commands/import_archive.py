@@ -44,12 +44,17 @@ def import_command(
 
     Reads only commits newer than the last import of the same archive; a second run changes nothing.
     """
+    import signal
     import sys
 
     from cli.output import emit, note
     from cli.warehouse_access import ensure_prices, resolve_db
     from scraper.archive.importer import import_archive
 
+    def stop(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM as Ctrl-C: staging removed, nothing loaded, exit 130
+
+    signal.signal(signal.SIGTERM, stop)
     target = resolve_db(db)
     ensure_prices(target)  # a fresh warehouse gets the bundled snapshot first, as for every command
     progress = _progress() if sys.stderr.isatty() and format is Format.table else None

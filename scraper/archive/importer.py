@@ -48,12 +48,13 @@ class ArchiveFile:
     provider: str
     order: tuple[int, str]  # load order: newest catalog version first
 
-    def parse(self, data: bytes) -> Snapshot:
+    def reader(self) -> Callable[[bytes], Snapshot]:
+        """A parser for this file's successive snapshots (SkyPilot's remembers unchanged lines)."""
         if self.format == cyclenerd.FORMAT:
-            return cyclenerd.parse(data)
+            return cyclenerd.parse
         found = skypilot.layout(self.path)
         assert found is not None
-        return skypilot.parse(found.cloud, data)
+        return skypilot.Reader(found.cloud).parse
 
 
 def classify(path: str) -> ArchiveFile | str:
@@ -152,6 +153,7 @@ def stage_file(
     skipped: Counter[str] = Counter()
     last_tick = 0.0
     last_blob: str | None = None
+    parse = file.reader()
     try:
         for n, change in enumerate(changes, 1):
             if change.blob is None:
@@ -162,7 +164,7 @@ def stage_file(
                     staged.blobs_missing += 1
                     continue
                 try:
-                    snapshot = file.parse(data)
+                    snapshot = parse(data)
                 except ParseError as exc:
                     staged.malformed += 1
                     staged.malformed_example = staged.malformed_example or f"{change.commit.short}: {exc.one_line()}"

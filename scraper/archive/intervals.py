@@ -112,9 +112,11 @@ class IntervalBuilder:
         self._just_closed = {}
         for interval in self.open.values():
             interval.valid_to = interval.last_seen
-            closed.append(interval)
+        # a price first seen in the last snapshot has no duration yet but was seen: it stays, and the next
+        # import of this archive continues it
+        ends = list(self.open.values())
         self.open = {}
-        return [i for i in closed if i.valid_to is not None and i.valid_to > i.valid_from]
+        return [i for i in closed if i.valid_to is not None and i.valid_to > i.valid_from] + ends
 
     def _flush(self) -> list[Interval]:
         if self._pending is None:

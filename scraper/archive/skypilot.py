@@ -29,6 +29,7 @@ from __future__ import annotations
 import csv
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from scraper.archive import gpu_names
 from scraper.archive.snapshot import Attrs, Snapshot, machine_key, part_key, price
@@ -101,96 +102,189 @@ class _Rows:
         return row[i].strip()
 
 
-def _lines(text: str, rows: _Rows, keep_instance_types: frozenset[str]) -> list[str]:
-    """The lines worth parsing: GPU rows (and, for GCP, the host VM rows of GPU machines).
+# What one line of a file contributes, worked out once per distinct line (see ``Reader``):
+#   ("x",)                                  not a GPU row (a CPU machine): nothing
+#   ("s", reason, counted)                  skipped, with the reason; counted: it was a GPU row
+#   ("u", name)                             a GPU row whose GPU is unknown (counted per name)
+#   ("o", ((key, usd, attrs), ...))         prices
+#   ("vm", zone, name, on-demand, spot, vcpus, memory)      GCP: a GPU machine's VM row
+#   ("g", zone, accelerator, count, on-demand, spot)        GCP: a GPU row
+Outcome = tuple[Any, ...]
+_CPU: Outcome = ("x",)
 
-    A CPU row is recognised without the csv module when the columns it needs come before the first
-    column that may hold quoted commas (``GpuInfo``, Vast's ``Region``), which is every layout seen.
+
+class Reader:
+    """Parses successive snapshots of one ``<cloud>/vms.csv``, remembering what each line meant.
+
+    Consecutive snapshots of a catalog differ in a few percent of their lines, so a line seen in the
+    previous snapshot is not parsed again: its outcome is reused, and only new lines go through the
+    csv module and the GPU tables. Only the current snapshot's lines are remembered (memory stays at
+    one file's worth). The result is exactly what parsing the file from scratch gives: pure, bytes in,
+    prices out.
     """
-    lines = text.splitlines()[1:]
-    acc, inst = rows.index["AcceleratorName"], rows.index["InstanceType"]
-    quoted = min(rows.index.get(name, len(rows.index)) for name in ("GpuInfo", "Region"))
-    if max(acc, inst) >= quoted:
-        return lines
-    cut = max(acc, inst) + 1
-    kept = []
-    for line in lines:
-        cells = line.split(",", cut)
-        if len(cells) <= cut - 1:
-            continue
-        if cells[acc] or cells[inst] in keep_instance_types:
-            kept.append(line)
-    return kept
+
+    def __init__(self, cloud: str) -> None:
+        provider = CLOUDS.get(cloud)
+        if provider is None:
+            raise ParseError(f"{cloud}: not a cloud costopt tracks")
+        self.cloud, self.provider = cloud, provider
+        self._header: str | None = None
+        self._rows: _Rows | None = None
+        self._memo: dict[str, Outcome] = {}
+        self._zone_memo: dict[tuple[Outcome, ...], Snapshot] = {}
+        self._hosts = _gcp_hosts() if provider == "gcp" else {}
+
+    def parse(self, data: bytes) -> Snapshot:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ParseError(f"{self.cloud}/vms.csv is not UTF-8 text: {exc}") from None
+        lines = text.splitlines()
+        if not lines or not lines[0].strip():
+            raise ParseError(f"{self.cloud}/vms.csv is empty")
+        if lines[0] != self._header:
+            self._rows = _Rows(next(csv.reader([lines[0]])))
+            self._header, self._memo = lines[0], {}
+        memo = self._memo
+        fresh = [line for line in dict.fromkeys(lines[1:]) if line not in memo]
+        known = {line: memo[line] for line in lines[1:] if line in memo}
+        known.update(self._outcomes(fresh))
+        self._memo = known
+        return self._snapshot([known[line] for line in lines[1:]])
+
+    def _outcomes(self, lines: list[str]) -> dict[str, Outcome]:
+        rows = self._rows
+        assert rows is not None
+        acc, inst = rows.index["AcceleratorName"], rows.index["InstanceType"]
+        quoted = min(rows.index.get(name, len(rows.index)) for name in ("GpuInfo", "Region"))
+        out: dict[str, Outcome] = {}
+        todo: list[str] = []
+        if max(acc, inst) < quoted:  # a CPU row is recognised without the csv module
+            cut = max(acc, inst) + 1
+            for line in lines:
+                cells = line.split(",", cut)
+                if len(cells) < cut or not (cells[acc] or cells[inst] in self._hosts):
+                    out[line] = _CPU
+                else:
+                    todo.append(line)
+        else:
+            todo = lines
+        for line, row in zip(todo, csv.reader(todo), strict=True):
+            out[line] = self._outcome(row, rows)
+        return out
+
+    def _outcome(self, row: list[str], rows: _Rows) -> Outcome:
+        accelerator = rows.get(row, "AcceleratorName")
+        region = rows.get(row, "Region") or ""
+        on_demand, spot = price(rows.get(row, "Price")), price(rows.get(row, "SpotPrice"))
+        if not accelerator:
+            name = rows.get(row, "InstanceType") or ""
+            if self.provider != "gcp" or name not in self._hosts:
+                return _CPU
+            zone = (region, rows.get(row, "AvailabilityZone") or region)
+            vcpus, memory = _int(rows.get(row, "vCPUs")), _number(rows.get(row, "MemoryGiB"))
+            return ("vm", zone, name, on_demand, spot, vcpus, memory)
+        if accelerator.lower().startswith("tpu"):
+            return ("s", "TPU (not a GPU)", False)
+        if self.provider == "gcp":
+            count = _number(rows.get(row, "AcceleratorCount"))
+            if not count or count != int(count):
+                return ("s", "GPU row without a whole GPU count", True)
+            if accelerator not in gpu_names.GCP_ACCELERATORS:
+                return ("u", accelerator)
+            if on_demand is None and spot is None:
+                return ("s", "no price", True)
+            zone = (region, rows.get(row, "AvailabilityZone") or region)
+            return ("g", zone, accelerator, int(count), on_demand, spot)
+        return _row(self.provider, row, rows, accelerator, region, on_demand, spot)
+
+    def _snapshot(self, outcomes: list[Outcome]) -> Snapshot:
+        snapshot = Snapshot(self.provider)
+        gcp: list[Outcome] = []
+        for outcome in outcomes:
+            kind = outcome[0]
+            if kind == "x":
+                continue
+            if kind == "o":
+                snapshot.rows += 1
+                for key, usd, attrs in outcome[1]:
+                    snapshot.offer(key, usd, attrs)
+            elif kind == "u":
+                snapshot.rows += 1
+                snapshot.unknown[outcome[1]] += 1
+            elif kind == "s":
+                snapshot.rows += 1 if outcome[2] else 0
+                snapshot.skipped[outcome[1]] += 1
+            else:
+                snapshot.rows += 1 if kind == "g" else 0
+                gcp.append(outcome)
+        if gcp:
+            self._gcp_zones(gcp, snapshot)
+        return snapshot
+
+    def _gcp_zones(self, outcomes: list[Outcome], snapshot: Snapshot) -> None:
+        """GCP machines are priced zone by zone; a zone whose rows did not change reuses its result."""
+        zones: dict[object, list[Outcome]] = {}
+        for outcome in outcomes:
+            zones.setdefault(outcome[1], []).append(outcome)
+        memo: dict[tuple[Outcome, ...], Snapshot] = {}
+        for rows in zones.values():
+            key = tuple(rows)
+            part = self._zone_memo.get(key)
+            if part is None:
+                part = Snapshot(self.provider)
+                _gcp(rows, part, self._hosts)
+            memo[key] = part
+            for price_key, usd in part.prices.items():
+                snapshot.offer(price_key, usd, part.attrs[price_key])
+            snapshot.skipped.update(part.skipped)
+        self._zone_memo = memo
 
 
 def parse(cloud: str, data: bytes) -> Snapshot:
     """Prices of one ``<cloud>/vms.csv`` snapshot. Raises ParseError on a file that is not this format."""
-    provider = CLOUDS.get(cloud)
-    if provider is None:
-        raise ParseError(f"{cloud}: not a cloud costopt tracks")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ParseError(f"{cloud}/vms.csv is not UTF-8 text: {exc}") from None
-    first = text.split("\n", 1)[0]
-    if not first.strip():
-        raise ParseError(f"{cloud}/vms.csv is empty")
-    rows = _Rows(next(csv.reader([first])))
-    snapshot = Snapshot(provider)
-    hosts = _gcp_hosts() if provider == "gcp" else {}
-    lines = _lines(text, rows, frozenset(hosts))
-    if provider == "gcp":
-        _gcp(csv.reader(lines), rows, snapshot, hosts)
-        return snapshot
-    for row in csv.reader(lines):
-        accelerator = rows.get(row, "AcceleratorName")
-        if not accelerator:
-            continue
-        if accelerator.lower().startswith("tpu"):
-            snapshot.skipped["TPU (not a GPU)"] += 1
-            continue
-        snapshot.rows += 1
-        _row(provider, row, rows, accelerator, snapshot)
-    return snapshot
+    return Reader(cloud).parse(data)
 
 
-def _row(provider: str, row: list[str], rows: _Rows, accelerator: str, snapshot: Snapshot) -> None:
+def _row(
+    provider: str,
+    row: list[str],
+    rows: _Rows,
+    accelerator: str,
+    region: str,
+    on_demand: float | None,
+    spot: float | None,
+) -> Outcome:
     instance_type = rows.get(row, "InstanceType") or ""
-    region = rows.get(row, "Region") or ""
-    on_demand, spot = price(rows.get(row, "Price")), price(rows.get(row, "SpotPrice"))
     vcpus, memory = _int(rows.get(row, "vCPUs")), _number(rows.get(row, "MemoryGiB"))
     count = _number(rows.get(row, "AcceleratorCount"))
     spot_kind = "spot"
-    attrs: Attrs | None = None
     if provider in ("aws", "azure"):
         known = gpu_names.aws(instance_type) if provider == "aws" else gpu_names.azure(instance_type)
         if known is None:
             family = instance_type.split(".")[0] if provider == "aws" else instance_type
-            snapshot.unknown[f"{accelerator} ({family})"] += 1
-            return
+            return ("u", f"{accelerator} ({family})")
         attrs = Attrs(known[0], known[1], known[2], known[3])
     elif provider == "lambda":
         gpu = gpu_names.lambda_cloud(instance_type, gpu_names.memory_mib(rows.get(row, "GpuInfo")))
         if gpu is None or not count:
-            snapshot.unknown[f"{accelerator} ({instance_type})"] += 1
-            return
+            return ("u", f"{accelerator} ({instance_type})")
         attrs, region = Attrs(gpu, count, vcpus, memory), "all"
     else:  # vastai
         gpu = gpu_names.vast(accelerator, gpu_names.memory_mib(rows.get(row, "GpuInfo")))
         if gpu is None or not count:
-            snapshot.unknown[accelerator] += 1
-            return
+            return ("u", accelerator)
         attrs, region, spot_kind = Attrs(gpu, count, vcpus, memory), vast_country(region), "interruptible"
     if not region:
-        snapshot.skipped["no region"] += 1
-        return
+        return ("s", "no region", True)
     if on_demand is None and spot is None:
-        snapshot.skipped["no price"] += 1
-        return
+        return ("s", "no price", True)
+    offers = []
     if on_demand is not None:
-        snapshot.offer(machine_key(region, instance_type, "on_demand"), on_demand, attrs)
+        offers.append((machine_key(region, instance_type, "on_demand"), on_demand, attrs))
     if spot is not None:
-        snapshot.offer(machine_key(region, instance_type, spot_kind), spot, attrs)
+        offers.append((machine_key(region, instance_type, spot_kind), spot, attrs))
+    return ("o", tuple(offers))
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,37 +308,18 @@ def _gcp_hosts() -> dict[str, _Host]:
     return hosts
 
 
-def _gcp(reader: object, rows: _Rows, snapshot: Snapshot, hosts: dict[str, _Host]) -> None:
+def _gcp(outcomes: list[Outcome], snapshot: Snapshot, hosts: dict[str, _Host]) -> None:
+    """GCP's GPU rows and VM rows of one snapshot -> machine prices (GPU + VM, zone by zone) and GPU parts."""
     # zone -> {(accelerator, count): (on-demand, spot)} and zone -> [(machine, vm row)]
     gpus: dict[tuple[str, str], dict[tuple[str, int], tuple[float | None, float | None]]] = {}
     vms: dict[tuple[str, str], list[tuple[str, float | None, float | None, int | None, float | None]]] = {}
-    for row in reader:  # type: ignore[attr-defined]
-        accelerator = rows.get(row, "AcceleratorName")
-        region = rows.get(row, "Region") or ""
-        zone = (region, rows.get(row, "AvailabilityZone") or region)
-        on_demand, spot = price(rows.get(row, "Price")), price(rows.get(row, "SpotPrice"))
-        if not accelerator:
-            name = rows.get(row, "InstanceType") or ""
-            if name not in hosts:
-                continue  # a CPU machine
-            vcpus, memory = _int(rows.get(row, "vCPUs")), _number(rows.get(row, "MemoryGiB"))
+    for outcome in outcomes:
+        if outcome[0] == "vm":
+            _, zone, name, on_demand, spot, vcpus, memory = outcome
             vms.setdefault(zone, []).append((name, on_demand, spot, vcpus, memory))
-            continue
-        if accelerator.lower().startswith("tpu"):
-            snapshot.skipped["TPU (not a GPU)"] += 1
-            continue
-        snapshot.rows += 1
-        count = _number(rows.get(row, "AcceleratorCount"))
-        if not count or count != int(count):
-            snapshot.skipped["GPU row without a whole GPU count"] += 1
-            continue
-        if accelerator not in gpu_names.GCP_ACCELERATORS:
-            snapshot.unknown[accelerator] += 1
-            continue
-        if on_demand is None and spot is None:
-            snapshot.skipped["no price"] += 1
-            continue
-        gpus.setdefault(zone, {})[(accelerator, int(count))] = (on_demand, spot)
+        else:
+            _, zone, accelerator, count, on_demand, spot = outcome
+            gpus.setdefault(zone, {})[(accelerator, count)] = (on_demand, spot)
     for zone, machines in vms.items():
         zone_gpus = gpus.get(zone, {})
         used: set[tuple[str, int]] = set()

@@ -75,3 +75,31 @@ def gcp_csv(a100: float = 2.93391, vm: float = 0.73948, t4: float = 0.35) -> str
             "",
         ]
     )
+
+
+def busy_archive(repo: Path, commits: int, rows: int, start: datetime) -> Path:
+    """A bare archive of ``commits`` AWS snapshots of ``rows`` GPU rows each, one row repriced per commit.
+
+    Written with ``git fast-import`` (seconds for hundreds of commits), for tests that need an import
+    that runs long enough to be interrupted.
+    """
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
+    process = subprocess.Popen(["git", "-C", str(repo), "fast-import", "--quiet"], stdin=subprocess.PIPE)
+    assert process.stdin is not None
+    table = [
+        f"p5.48xlarge,H100,8,192.0,2048.0,,{50 + n / 100:.2f},{20 + n / 100:.2f},region-{n},region-{n}-a"
+        for n in range(rows)
+    ]
+    epoch = int(start.timestamp())
+    for k in range(commits):
+        n = k % rows
+        table[n] = f"p5.48xlarge,H100,8,192.0,2048.0,,{60 + k / 1000:.3f},{20 + n / 100:.2f},region-{n},region-{n}-a"
+        data = ("\n".join([AWS_HEADER, *table]) + "\n").encode()
+        message = b"update"
+        process.stdin.write(b"commit refs/heads/main\ncommitter t <t@example.test> %d +0000\n" % (epoch + 3600 * k))
+        process.stdin.write(b"data %d\n%s\n" % (len(message), message))
+        process.stdin.write(b"M 100644 inline aws/vms.csv\ndata %d\n" % len(data) + data + b"\n\n")
+    process.stdin.close()
+    assert process.wait() == 0
+    subprocess.run(["git", "-C", str(repo), "symbolic-ref", "HEAD", "refs/heads/main"], check=True)
+    return repo

@@ -205,3 +205,28 @@ def test_cyclenerd_machines_with_gpus_and_the_gpu_less_regions_left_out():
 def test_cyclenerd_refuses_a_file_without_the_instance_section():
     with pytest.raises(ParseError, match=r"compute\.instance"):
         cyclenerd.parse(b"---\nabout:\n  x: 1\n")
+
+
+def test_the_reader_remembers_lines_and_gives_what_a_fresh_parse_gives():
+    from scraper.archive.skypilot import Reader
+
+    reader = Reader("gcp")
+    first = reader.parse(gcp_csv(a100=2.9, vm=0.7, t4=0.35).encode())
+    second = reader.parse(gcp_csv(a100=3.1, vm=0.7, t4=0.35).encode())  # one GPU row repriced
+    assert first.prices[machine_key("us-central1", "a2-highgpu-1g", "on_demand")] == pytest.approx(3.6)
+    assert second.prices[machine_key("us-central1", "a2-highgpu-1g", "on_demand")] == pytest.approx(3.8)
+    fresh = skypilot.parse("gcp", gcp_csv(a100=3.1, vm=0.7, t4=0.35).encode())
+    assert (second.prices, second.attrs, second.rows, second.skipped) == (
+        fresh.prices,
+        fresh.attrs,
+        fresh.rows,
+        fresh.skipped,
+    )
+    # a new column order is a new header: nothing remembered is reused
+    aws = Reader("aws")
+    aws.parse(aws_csv(98.32).encode())
+    lines = aws_csv(55.04).splitlines()
+    header = lines[0].split(",")
+    moved = [",".join(header[::-1])] + [",".join(line.split(",")[::-1]) for line in lines[1:] if line]
+    again = aws.parse(("\n".join(moved) + "\n").encode())
+    assert again.prices[machine_key("us-east-1", "p5.48xlarge", "on_demand")] == 55.04
