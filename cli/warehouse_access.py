@@ -83,20 +83,8 @@ def load_snapshot(path: Path) -> None:
     )
 
 
-def history_missing(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether a file of the bundled history was never loaded into this warehouse (a cheap check)."""
-    from warehouse.archive import bundle_dirs, read_manifest
-    from warehouse.paths import snapshot_dir
-
-    wanted = {(s.repository, s.path) for d in bundle_dirs(snapshot_dir() / "history") for s in read_manifest(d)}
-    if not wanted:
-        return False
-    held = set(con.execute("SELECT repository, path FROM archive_imports").fetchall())
-    return not wanted <= held
-
-
-def ensure_history(path: Path) -> None:
-    """Load the bundled history into a warehouse that has prices but not (all of) the history."""
+def ensure_history(path: Path) -> int:
+    """Load the bundled history into a warehouse that lacks (part of) it; returns the intervals loaded."""
     from warehouse.archive import load_bundle
     from warehouse.db import open_warehouse
     from warehouse.paths import snapshot_dir
@@ -111,6 +99,7 @@ def ensure_history(path: Path) -> None:
             f"costopt: loaded the bundled price history into {path}: {history.intervals:,} price intervals "
             f"{history.first:%Y-%m-%d}..{history.last:%Y-%m-%d} imported from {', '.join(history.archives)}"
         )
+    return history.intervals
 
 
 def prices_note(con: duckdb.DuckDBPyConnection) -> str:
@@ -152,10 +141,6 @@ def open_for_reading(db: Path | None, *, need_prices: bool = True) -> Readable:
             if not has_prices(con):
                 con.close()
                 ensure_prices(path)
-                con = open_warehouse(path, read_only=True, on_wait=note)
-            elif history_missing(con):  # a warehouse seeded by `refresh`, or made before the bundled history
-                con.close()
-                ensure_history(path)
                 con = open_warehouse(path, read_only=True, on_wait=note)
     else:
         if not path.exists():

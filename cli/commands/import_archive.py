@@ -25,7 +25,13 @@ COLUMNS = [
 
 
 def import_command(
-    clone: Annotated[Path, typer.Argument(help="A local git clone of the archive (bare or not).", show_default=False)],
+    clone: Annotated[
+        Path | None, typer.Argument(help="A local git clone of the archive (bare or not).", show_default=False)
+    ] = None,
+    bundled: Annotated[
+        bool,
+        typer.Option("--bundled", help="Load the history bundled with costopt (for a warehouse started by refresh)."),
+    ] = False,
     repository: Annotated[
         str | None,
         typer.Option("--repository", help="Name the archive (default: from its origin URL, e.g. github.com/o/r)."),
@@ -56,7 +62,18 @@ def import_command(
 
     signal.signal(signal.SIGTERM, stop)
     target = resolve_db(db)
-    ensure_prices(target)  # a fresh warehouse gets the bundled snapshot first, as for every command
+    if bundled == (clone is not None):
+        from warehouse.errors import UsageError
+
+        raise UsageError("give a clone to import, or --bundled for the history bundled with costopt (not both)")
+    ensure_prices(target)  # a fresh warehouse gets the bundled snapshot and history first, as for every command
+    if clone is None:
+        from cli.warehouse_access import ensure_history
+
+        if not ensure_history(target):
+            note(f"costopt: the bundled history is already in {target}; nothing to do")
+        return
+    assert clone is not None
     progress = _progress() if sys.stderr.isatty() and format is Format.table else None
     try:
         result = import_archive(

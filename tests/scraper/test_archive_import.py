@@ -316,3 +316,27 @@ def test_sigint_during_a_long_import_exits_130_and_loads_nothing(tmp_path):
     assert rows(db, "SELECT count(*) FROM scrape_runs WHERE mode = 'import'") == [(5,)]  # the bundled history's
     assert rows(db, "SELECT count(*) FROM archive_imports WHERE repository = ?", [NAME]) == [(0,)]
     assert rows(db, "SELECT count(*) FROM archive_imports") == [(5,)]  # the bundled history's files only
+
+
+def test_bundled_history_into_a_warehouse_started_by_a_refresh(tmp_path):
+    db = tmp_path / "wh.duckdb"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", "from cli.app import main; main()", *args, "--db", str(db)],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=300,
+        )
+
+    assert run("refresh", "--replay", str(REPO / "fixtures")).returncode in (0, 3)
+    assert rows(db, "SELECT count(*) FROM archive_imports") == [(0,)]  # a refresh brings no history
+    first = run("import", "--bundled")
+    assert first.returncode == 0, first.stderr
+    assert "loaded the bundled price history" in first.stderr and "2022-02-09..2026-07-30" in first.stderr
+    assert rows(db, "SELECT count(*) FROM archive_imports") == [(5,)]
+    again = run("import", "--bundled")
+    assert again.returncode == 0 and "already in" in again.stderr
+    both = run("import", str(tmp_path), "--bundled")
+    assert both.returncode == 2 and both.stderr.count("\n") == 1
