@@ -14,7 +14,7 @@ the smaller) is dropped and counted (``glitches``) when either
   T4 price from $1.204 to $1.94 and back within three hours a dozen times): A simply continues; or
 * it had just appeared (the offer was absent from the snapshot before) and the next snapshot
   corrects it by a big move or withdraws it (new -> B -> C, new -> B -> gone): Cyclenerd's commit
-  6df5fae introduced a3-megagpu-8g priced without its H100s ($10.12 an hour against $88.25 for
+  6df5fae introduced a3-megagpu-8g priced without its H100s ($10.12 an hour against $88.49 for
   a3-highgpu-8g) and d45989c withdrew it two hours later; the offer starts when it is first priced
   for more than one snapshot.
 
