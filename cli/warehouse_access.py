@@ -53,9 +53,12 @@ def ensure_prices(path: Path) -> None:
 
 
 def load_snapshot(path: Path) -> None:
+    """The bundled snapshot (a replay of ``fixtures/``) and the bundled history (``fixtures/history/``)."""
     from scraper.providers import NAMES
     from scraper.refresh import refresh
     from scraper.replay import recorded_at
+    from warehouse.archive import load_bundle
+    from warehouse.db import open_warehouse
     from warehouse.paths import snapshot_dir
 
     root = snapshot_dir()
@@ -63,17 +66,47 @@ def load_snapshot(path: Path) -> None:
     outcomes = refresh(path, recorded, replay=root, mode="snapshot", keep_raw=False)
     loaded = [o.provider for o in outcomes if o.status == "ok"]
     dates = sorted({recorded_at(root / name).strftime("%Y-%m-%d") for name in loaded})
+    con = open_warehouse(path, on_wait=note)
+    try:
+        history = load_bundle(con, root / "history")
+    finally:
+        con.close()
+    told = ""
+    if history.intervals and history.first is not None and history.last is not None:
+        told = (
+            f" and {history.intervals:,} price intervals of history {history.first:%Y-%m-%d}..{history.last:%Y-%m-%d}"
+            f" imported from {', '.join(history.archives)}"
+        )
     note(
         f"costopt: the warehouse at {path} was empty: loaded the bundled price snapshot recorded "
-        f"{', '.join(dates) or '?'} ({len(loaded)} providers). Run `costopt refresh` for live prices."
+        f"{', '.join(dates) or '?'} ({len(loaded)} providers){told}. Run `costopt refresh` for live prices."
     )
+
+
+def ensure_history(path: Path) -> int:
+    """Load the bundled history into a warehouse that lacks (part of) it; returns the intervals loaded."""
+    from warehouse.archive import load_bundle
+    from warehouse.db import open_warehouse
+    from warehouse.paths import snapshot_dir
+
+    con = open_warehouse(path, on_wait=note)
+    try:
+        history = load_bundle(con, snapshot_dir() / "history")
+    finally:
+        con.close()
+    if history.intervals and history.first is not None and history.last is not None:
+        note(
+            f"costopt: loaded the bundled price history into {path}: {history.intervals:,} price intervals "
+            f"{history.first:%Y-%m-%d}..{history.last:%Y-%m-%d} imported from {', '.join(history.archives)}"
+        )
+    return history.intervals
 
 
 def prices_note(con: duckdb.DuckDBPyConnection) -> str:
     rows = con.execute(
         """SELECT mode, min(observed_at), max(observed_at), count(DISTINCT provider)
            FROM scrape_runs r WHERE status = 'ok' AND run_id IN
-             (SELECT max(run_id) FROM scrape_runs WHERE status = 'ok' GROUP BY provider)
+             (SELECT max(run_id) FROM scrape_runs WHERE status = 'ok' AND mode <> 'import' GROUP BY provider)
            GROUP BY mode ORDER BY mode"""
     ).fetchall()
     if not rows:

@@ -16,39 +16,61 @@ if TYPE_CHECKING:
 _UNITS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365}
 
 
+EVERYTHING = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def parse_since(text: str, now: datetime | None = None) -> datetime:
-    """``90d``, ``12w``, ``6m``, ``1y``, ``36h`` back from now, or an ISO date."""
+    """``90d``, ``12w``, ``6m``, ``1y``, ``36h`` back from now, an ISO date, or ``all``."""
     now = now or datetime.now(UTC)
+    if text.strip().lower() == "all":
+        return EVERYTHING
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([hdwmy])\s*", text.lower())
     if match:
         return now - timedelta(days=float(match.group(1)) * _UNITS[match.group(2)])
     try:
         day = date.fromisoformat(text.strip())
     except ValueError:
-        raise UsageError(f"cannot read --since {text!r}: use 90d, 12w, 6m, 1y, 36h or a date like 2026-01-31") from None
+        raise UsageError(
+            f"cannot read --since {text!r}: use 90d, 12w, 6m, 1y, 36h, all or a date like 2026-01-31"
+        ) from None
     return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
 def daily_cheapest(
     con: duckdb.DuckDBPyConnection, gpu: str, since: datetime, *, providers: list[str] | None = None
 ) -> list[dict[str, Any]]:
-    """The cheapest $/GPU-hour per provider, pricing kind and day since ``since`` (a calendar range join)."""
-    params: list[Any] = [since, gpu]
+    """The cheapest $/GPU-hour per provider, pricing kind and UTC day since ``since`` (a calendar range join).
+
+    ``imported`` says whether that day's cheapest price came from an imported archive rather than a scrape.
+    The calendar starts at the GPU's first price when ``since`` is earlier, so ``--since all`` costs no more
+    than the history there is.
+    """
+    con.execute("SET TimeZone = 'UTC'")  # day buckets are UTC days whatever the host
+    params: list[Any] = [since, gpu, gpu]
     where = ""
     if providers:
-        where = f" AND h.provider IN ({','.join('?' * len(providers))})"
+        where = f" AND o.provider IN ({','.join('?' * len(providers))})"
         params += providers
     return rows(
         con,
-        f"""WITH days AS (
-                SELECT unnest(generate_series(date_trunc('day', ?::TIMESTAMPTZ),
-                                              date_trunc('day', (SELECT max(last_seen) FROM prices)),
-                                              INTERVAL 1 DAY)) AS day)
+        f"""WITH h AS (
+                SELECT o.provider, p.pricing, o.gpu, p.usd_per_hour / o.gpu_count AS usd_per_gpu_hour,
+                       p.valid_from, coalesce(p.valid_to, p.last_seen) AS valid_until,
+                       p.archive_commit IS NOT NULL AS imported
+                FROM prices p JOIN offers o USING (offer_id)),
+            days AS (
+                SELECT unnest(generate_series(
+                    date_trunc('day', greatest(?::TIMESTAMPTZ,
+                                               (SELECT min(p.valid_from) FROM prices p JOIN offers o USING (offer_id)
+                                                WHERE o.gpu = ?))),
+                    date_trunc('day', (SELECT max(last_seen) FROM prices)),
+                    INTERVAL 1 DAY)) AS day)
             SELECT d.day::DATE AS day, h.provider, h.pricing, h.gpu,
-                   min(h.usd_per_gpu_hour) AS min_usd_per_gpu_hour, count(*) AS offers
-            FROM price_history h
-            JOIN days d ON h.valid_from < d.day + INTERVAL 1 DAY AND coalesce(h.valid_to, h.last_seen) > d.day
-            WHERE h.gpu = ? {where}
+                   min(h.usd_per_gpu_hour) AS min_usd_per_gpu_hour, count(*) AS offers,
+                   arg_min(h.imported, h.usd_per_gpu_hour) AS imported
+            FROM h
+            JOIN days d ON h.valid_from < d.day + INTERVAL 1 DAY AND h.valid_until > d.day
+            WHERE h.gpu = ? {where.replace("o.provider", "h.provider")}
             GROUP BY ALL ORDER BY h.provider, h.pricing, day""",
         params,
     )
@@ -63,6 +85,7 @@ def summarize(daily: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for (provider, pricing), series in sorted(groups.items()):
         values = [r["min_usd_per_gpu_hour"] for r in series]
         first, last = values[0], values[-1]
+        imported = sum(1 for r in series if r.get("imported"))
         out.append(
             {
                 "provider": provider,
@@ -74,6 +97,9 @@ def summarize(daily: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "first": first,
                 "last": last,
                 "change_pct": round(100 * (last - first) / first, 1),
+                "source": "imported" if imported == len(series) else "scraped" if not imported else "imported+scraped",
+                "first_day": series[0]["day"],
+                "last_day": series[-1]["day"],
             }
         )
     return sorted(out, key=lambda r: r["last"])

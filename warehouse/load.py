@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from warehouse.archive import yield_to_scrape
 from warehouse.errors import WarehouseError
 from warehouse.records import PriceRecord, SpotRisk
 
@@ -228,8 +229,9 @@ def load_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> LoadSummary:
 
 def _load(con: duckdb.DuckDBPyConnection, run: RunRecord) -> LoadSummary:
     provider, obs = run.provider, run.observed_at
-    newest = con.execute(
-        "SELECT max(p.last_seen) FROM prices p JOIN offers o USING (offer_id) WHERE o.provider = ?",
+    newest = con.execute(  # imported history does not count: an archive may reach past a replayed run
+        """SELECT max(p.last_seen) FROM prices p JOIN offers o USING (offer_id)
+           WHERE o.provider = ? AND p.archive_commit IS NULL""",
         [provider],
     ).fetchall()[0]
     if newest and newest[0] is not None and newest[0] > obs:
@@ -342,6 +344,7 @@ def _load(con: duckdb.DuckDBPyConnection, run: RunRecord) -> LoadSummary:
            FROM _obs WHERE offer_count IS NOT NULL""",
         [run_id, obs],
     )
+    yield_to_scrape(con, provider)  # a scraped price wins over imported history where both cover a time
     if run.spot_risk:
         con.executemany(
             "INSERT OR REPLACE INTO spot_risk VALUES (?,?,?,?,?,?,?,?,?,?,?)",

@@ -255,4 +255,54 @@ WHERE m.run_id = (SELECT max(run_id) FROM market_stats m2 WHERE m2.offer_id = m.
     )
 )
 
+MIGRATIONS.append(
+    (
+        5,
+        "imported price archives",
+        """
+-- Where each imported price came from: the archive (a git repository), the commit that first showed
+-- this price, and the file in it. NULL on prices a scrape observed.
+ALTER TABLE prices ADD COLUMN archive_repository VARCHAR;
+ALTER TABLE prices ADD COLUMN archive_commit VARCHAR;
+ALTER TABLE prices ADD COLUMN archive_path VARCHAR;
+
+-- Prices of a GPU alone, without the machine it must be attached to (SkyPilot's GCP rows for GPUs
+-- such as T4 or V100 that attach to any N1 machine). Kept apart from ``prices`` so that no view, and
+-- so neither ``plan`` nor ``history``, can take one for the price of a machine.
+CREATE TABLE gpu_part_prices (
+    provider VARCHAR NOT NULL,
+    region VARCHAR NOT NULL,
+    gpu VARCHAR NOT NULL,                -- canonical GPU name
+    gpu_count DOUBLE NOT NULL,
+    pricing VARCHAR NOT NULL,
+    usd_per_hour DOUBLE NOT NULL,        -- for gpu_count GPUs, without any machine
+    valid_from TIMESTAMPTZ NOT NULL,
+    valid_to TIMESTAMPTZ NOT NULL,
+    last_seen TIMESTAMPTZ NOT NULL,
+    first_run BIGINT NOT NULL,
+    last_run BIGINT NOT NULL,
+    source VARCHAR,
+    archive_repository VARCHAR,
+    archive_commit VARCHAR,
+    archive_path VARCHAR
+);
+
+-- How far each file of each archive has been imported, so the next import reads only new commits.
+CREATE TABLE archive_imports (
+    repository VARCHAR NOT NULL,
+    path VARCHAR NOT NULL,
+    format VARCHAR NOT NULL,             -- skypilot | cyclenerd
+    provider VARCHAR NOT NULL,
+    first_commit VARCHAR,
+    first_observed TIMESTAMPTZ,
+    last_commit VARCHAR NOT NULL,        -- the tip the last import reached
+    last_observed TIMESTAMPTZ NOT NULL,  -- that tip's commit time: where imported intervals end
+    observations INTEGER NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (repository, path)
+);
+""",
+    )
+)
+
 LATEST = MIGRATIONS[-1][0]

@@ -10,13 +10,26 @@ import typer
 from cli.options import DbOption, FormatOption
 from cli.output import Format
 
-SUMMARY_COLUMNS = ["provider", "pricing", "days", "min", "median", "max", "first", "last", "change_pct"]
-DAILY_COLUMNS = ["day", "provider", "pricing", "gpu", "min_usd_per_gpu_hour", "offers"]
+SUMMARY_COLUMNS = [
+    "provider",
+    "pricing",
+    "first_day",
+    "last_day",
+    "days",
+    "min",
+    "median",
+    "max",
+    "first",
+    "last",
+    "change_pct",
+    "source",
+]
+DAILY_COLUMNS = ["day", "provider", "pricing", "gpu", "min_usd_per_gpu_hour", "offers", "imported"]
 
 
 def history_command(
     gpu: Annotated[str, typer.Option("--gpu", help="GPU name or alias, e.g. H100.")],
-    since: Annotated[str, typer.Option("--since", help="Period: 90d, 12w, 6m, 1y, or a date 2026-01-31.")] = "90d",
+    since: Annotated[str, typer.Option("--since", help="Period: 90d, 12w, 6m, 1y, all, or a date 2026-01-31.")] = "90d",
     provider: Annotated[list[str] | None, typer.Option("--provider", help="Provider (repeatable).")] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="Draw the daily cheapest price to a PNG.")] = None,
     db: DbOption = None,
@@ -47,7 +60,10 @@ def history_command(
         summarize(daily),
         SUMMARY_COLUMNS,
         format,
-        title=f"{name}: cheapest $/GPU-hour per provider since {start:%Y-%m-%d}",
-        caption=f"{caption}; min/median/max over the daily cheapest offer; change = last vs first day",
-        headers={"change_pct": "change %"},
+        title=f"{name}: cheapest $/GPU-hour per provider" + (f" since {start:%Y-%m-%d}" if since != "all" else ""),
+        caption=(
+            f"{caption}; min/median/max over the daily cheapest offer; change = last vs first day; "
+            "source: imported = from a public price archive (costopt import), scraped = costopt's own scrapes"
+        ),
+        headers={"change_pct": "change %", "first_day": "from", "last_day": "to"},
     )

@@ -23,6 +23,7 @@ _TABLE: list[tuple[str, str]] = [
     ("runs", "runs:runs_command"),
     ("export", "export:export_command"),
     ("reparse", "reparse:reparse_command"),
+    ("import", "import_archive:import_command"),
 ]
 
 

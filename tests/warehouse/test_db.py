@@ -11,6 +11,7 @@ import duckdb
 import pytest
 
 from tests.conftest import REPO
+from warehouse import migrations
 from warehouse.db import open_warehouse, schema_version
 from warehouse.errors import WarehouseError, WarehouseLocked
 from warehouse.migrations import LATEST, MIGRATIONS
@@ -39,8 +40,6 @@ def test_reopening_does_not_migrate_twice(db_path):
 
 
 def test_older_database_is_migrated(db_path, monkeypatch):
-    from warehouse import migrations
-
     open_warehouse(db_path).close()  # version 1
     extra = (LATEST + 1, "test column", "ALTER TABLE offers ADD COLUMN note VARCHAR;")
     monkeypatch.setattr("warehouse.db.MIGRATIONS", [*migrations.MIGRATIONS, extra])
