@@ -1,8 +1,12 @@
-"""Opening the warehouse: locks, migrations, and refusing files we must not touch.
+"""Opening the warehouse: locks, migrations, the session time zone, and refusing files we must not touch.
 
 DuckDB lets one process write a file at a time, and a read-write holder blocks readers too. So the
 writers (refresh, schedule) open the file only for the seconds of a load, and everybody retries a
 held lock with backoff for a bounded time before giving up with a message naming the holder.
+
+Every connection pins DuckDB's session ``TimeZone`` to UTC. DuckDB otherwise takes the host's zone,
+and then ``date_trunc('day', ...)``, ``::DATE``, ``strftime`` and the Python datetimes it returns
+all shift: day buckets, labels and export partitions would depend on where the command ran.
 """
 
 from __future__ import annotations
@@ -13,13 +17,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from warehouse.errors import WarehouseError, WarehouseLocked
+from warehouse.errors import WarehouseError, WarehouseLocked, from_duckdb, is_duckdb_error
 from warehouse.migrations import LATEST, MIGRATIONS
 
 if TYPE_CHECKING:
     import duckdb
 
 LOCK_WAIT_SECONDS = 30.0
+SESSION_TIMEZONE = "UTC"
 
 
 def _is_lock_error(message: str) -> bool:
@@ -53,7 +58,7 @@ def connect(
     told = False
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only)
+            con = duckdb.connect(str(path), read_only=read_only)
         except duckdb.Error as exc:
             message = str(exc)
             if _is_lock_error(message):
@@ -72,7 +77,16 @@ def connect(
                 raise WarehouseError(
                     f"{path} is not a costopt warehouse (not a valid DuckDB file); left untouched"
                 ) from None
+            damaged = from_duckdb(exc, path)
+            if damaged.hint:
+                raise damaged from None
             raise WarehouseError(f"cannot open {path}: {message.splitlines()[0]}") from None
+        try:
+            con.execute(f"SET TimeZone = '{SESSION_TIMEZONE}'")
+        except duckdb.Error as exc:
+            con.close()
+            raise from_duckdb(exc, path) from None
+        return con
 
 
 def schema_version(con: duckdb.DuckDBPyConnection) -> int:
@@ -172,8 +186,10 @@ def open_warehouse(
                 raise WarehouseError(f"the warehouse at {path} needs migrating; open it read-write once")
         else:
             migrate(con)
-    except Exception:
+    except Exception as exc:
         con.close()
+        if is_duckdb_error(exc):
+            raise from_duckdb(exc, path) from None
         raise
     return con
 
