@@ -89,10 +89,20 @@ class AwsProvider(Provider):
         ADVISOR_VAR: "https://spot-bid-advisor.s3.amazonaws.com",
     }
 
+    config_vars: ClassVar[tuple[str, ...]] = (REGIONS_VAR,)
+
     @property
     def regions(self) -> tuple[str, ...]:
         """Configured regions; a bad ``COSTOPT_AWS_REGIONS`` fails this provider only, not the run."""
         return regions_from_env(self.env)
+
+    def scope_of(self, region: str, pricing: str) -> str:
+        """Each region's price file is its own source; the spot feed is one source for every region."""
+        return f"on_demand/{region}" if pricing == "on_demand" else pricing
+
+    def expects(self, scope: str) -> bool:
+        _, _, region = scope.partition("/")
+        return not region or region in self.regions
 
     # --- fetch -----------------------------------------------------------------------------------
 

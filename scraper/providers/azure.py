@@ -144,9 +144,19 @@ class AzureProvider(Provider):
     parser_version: ClassVar[str] = "1"
     base_urls: ClassVar[dict[str, str]] = {URL_VARIABLE: "https://prices.azure.com"}
 
+    config_vars: ClassVar[tuple[str, ...]] = (REGIONS_VARIABLE,)
+
     @property
     def url(self) -> str:
         return self.base_url(URL_VARIABLE) + PRICES_PATH
+
+    def scope_of(self, region: str, pricing: str) -> str:
+        """Each region is its own query (its own pages), priced on demand and spot."""
+        return f"{pricing}/{region}"
+
+    def expects(self, scope: str) -> bool:
+        _, _, region = scope.partition("/")
+        return not region or region in regions_from_env(self.env)
 
     def _on_our_host(self, link: str) -> str:
         """The NextPageLink with its scheme and host replaced by the configured base URL."""
