@@ -283,14 +283,18 @@ class VastProvider(Provider):
         prices: dict[_Group, list[float]] = defaultdict(list)
         sources: dict[_Group, tuple[str, datetime]] = {}
         seen_ids: set[tuple[str, object]] = set()
+        listed: dict[str, int] = defaultdict(int)
+        usable: dict[str, int] = defaultdict(int)
         for payload in payloads:
             if payload.not_modified:
                 continue
             pricing = _pricing_of(payload)
             for offer in offers_of(payload):
+                listed[pricing] += 1
                 listing = self._listing(offer, pricing, result)
                 if listing is None:
                     continue
+                usable[pricing] += 1
                 group, price, offer_id = listing
                 if offer_id is not None:
                     if (pricing, offer_id) in seen_ids:
@@ -298,6 +302,13 @@ class VastProvider(Provider):
                     seen_ids.add((pricing, offer_id))
                 prices[group].append(price)
                 sources.setdefault(group, (payload.url, payload.fetched_at))
+        for pricing, count in sorted(listed.items()):
+            if count and not usable[pricing]:
+                reasons = ", ".join(f"{n} {reason}" for reason, n in result.skipped.most_common(3))
+                raise ParseError(
+                    f"vastai: {count} {SEARCH_TYPES[pricing]} offers but none readable ({reasons}): "
+                    "the offers' fields changed"
+                )
         for group in sorted(prices, key=lambda g: (g.pricing, g.gpu, g.num_gpus, g.instance_type, g.country)):
             stats = market_stats(prices[group])
             url, fetched_at = sources[group]
