@@ -86,20 +86,54 @@ def _register() -> None:
         app.command(name)(_guarded(function))
 
 
+def _watch_ctrl_c() -> None:
+    """Make Ctrl-C stop a running DuckDB query at once.
+
+    Python runs its SIGINT handler only between bytecodes of the main thread, and DuckDB checks for
+    it only between large units of work: a long query could take minutes to notice. The signal also
+    wakes this thread (``signal.set_wakeup_fd``), which interrupts the warehouse connections. Only
+    while Ctrl-C means "stop" (the default handler): ``costopt schedule`` installs its own handler
+    to let a load in progress finish, and is left alone.
+    """
+    import threading
+
+    from warehouse.db import interrupt_all
+
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    try:
+        signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    except ValueError:  # not the main thread
+        return
+
+    def watch() -> None:
+        while data := os.read(read, 64):
+            if signal.SIGINT in data and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                interrupt_all()
+
+    threading.Thread(target=watch, name="costopt-ctrl-c", daemon=True).start()
+
+
 def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)  # from here on Ctrl-C unwinds cleanly
     try:
+        _watch_ctrl_c()
         _register()
         app(args=argv, standalone_mode=True)
-    except Interrupted:
+    except SystemExit as exc:
+        if exc.code == 130:  # typer's own answer to a Ctrl-C outside a command body: exit 130, silently
+            sys.stderr.write("costopt: interrupted\n")
+        raise
+    except (Interrupted, KeyboardInterrupt):
         sys.stderr.write("costopt: interrupted\n")
         sys.exit(130)
     except CostoptError as exc:
         sys.stderr.write(f"costopt: error: {exc.one_line()}\n")
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        sys.stderr.write("costopt: interrupted\n")
-        sys.exit(130)
+    finally:
+        # the command is over (its result decided): a Ctrl-C during interpreter teardown must not
+        # kill the process by the signal and turn a finished refresh into "killed"
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 if __name__ == "__main__":

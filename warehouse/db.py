@@ -11,8 +11,10 @@ all shift: day buckets, labels and export partitions would depend on where the c
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
+import weakref
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +27,18 @@ if TYPE_CHECKING:
 
 LOCK_WAIT_SECONDS = 30.0
 SESSION_TIMEZONE = "UTC"
+_OPEN: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()  # for interrupt_all
+
+
+def interrupt_all() -> None:
+    """Interrupt whatever query each connection of this process is running (thread-safe).
+
+    DuckDB notices a Ctrl-C on its own only between large units of work, which can take seconds
+    to minutes (a scan of a big range); ``interrupt()`` from another thread stops it at once.
+    """
+    for con in list(_OPEN):
+        with contextlib.suppress(Exception):
+            con.interrupt()
 
 
 def _is_lock_error(message: str) -> bool:
@@ -86,6 +100,7 @@ def connect(
         except duckdb.Error as exc:
             con.close()
             raise from_duckdb(exc, path) from None
+        _OPEN.add(con)
         return con
 
 
@@ -125,8 +140,9 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
         if version == 0:
             _load_gpus(con)
         con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
+    except BaseException:  # Ctrl-C included: a migration is applied whole or not at all
+        with contextlib.suppress(Exception):
+            con.execute("ROLLBACK")
         raise
     return LATEST
 

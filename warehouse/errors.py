@@ -74,10 +74,13 @@ def is_interrupt(exc: BaseException) -> bool:
     """Whether ``exc`` is a Ctrl-C, including the form DuckDB gives it.
 
     DuckDB consumes SIGINT while a query runs and raises ``RuntimeError("Query interrupted")``
-    instead of ``KeyboardInterrupt``; code that isolates failures with ``except Exception`` must not
-    mistake that for an ordinary error and carry on.
+    instead of ``KeyboardInterrupt`` (or ``duckdb.InterruptException`` when the CLI's Ctrl-C watcher
+    interrupted it); code that isolates failures with ``except Exception`` must not mistake that for
+    an ordinary error and carry on.
     """
     if isinstance(exc, KeyboardInterrupt | Interrupted):
+        return True
+    if type(exc).__name__ == "InterruptException" and is_duckdb_error(exc):  # connection.interrupt()
         return True
     return type(exc) is RuntimeError and "interrupted" in str(exc).lower()
 
