@@ -162,8 +162,8 @@ class Provider(ABC):
         counts: Counter[str] = Counter()
         for record in result.prices:
             counts[self.scope_of(record.region, record.pricing)] += record.stats.offer_count if record.stats else 1
-        if result.spot_risk:
-            counts[SPOT_RISK_SCOPE] += len(result.spot_risk)
+        for risk in result.spot_risk:
+            counts[self.scope_of(risk.region, SPOT_RISK_SCOPE)] += 1
         carried = {self.scope_of(region, pricing) for region, pricing in result.carried}
         return counts, carried
 

@@ -7,7 +7,7 @@ Loading such an answer would close every missing price, so the refresh compares 
 
 * a scope that had offers and now has none is suspect;
 * a scope with fewer than ``min_share`` of its last good count is suspect (default 0.5: under half);
-* a run that read sources but found no offer at all is suspect even with nothing to compare against.
+* a run that read its sources but found no offer at all is suspect even with nothing to compare against.
 
 A suspect run is recorded as failed, the provider's previous prices stay current, an error alert is
 raised and the exit code is 1; ``--accept-drop PROVIDER`` loads it anyway when a person has
@@ -76,11 +76,16 @@ class Drop:
         return f"{self.scope}: {self.offers} offers, last good run{run} had {self.baseline}"
 
 
+SHOWN_DROPS = 3
+
+
 def suspect_message(provider: str, drops: list[Drop], share: float) -> str:
     """The one-line reason a run is refused, with what the rule was and how to override it."""
     rule = f"under {share:.0%} of the last good run" if share > 0 else "none"
+    shown = "; ".join(d.describe() for d in drops[:SHOWN_DROPS])
+    more = f" (and {len(drops) - SHOWN_DROPS} more sources)" if len(drops) > SHOWN_DROPS else ""
     return (
-        f"suspect: {'; '.join(d.describe() for d in drops)} -- previous prices kept "
+        f"suspect: {shown}{more} -- previous prices kept "
         f"(rule: {rule} is suspect; confirm a real change with --accept-drop {provider})"
     )
 
@@ -109,13 +114,12 @@ def open_counts(con: duckdb.DuckDBPyConnection, provider: str, scope_of: Callabl
         [provider],
     ).fetchall():
         counts[scope_of(region, pricing)] += int(weight)
-    risk = con.execute(
-        "SELECT count(*) FROM spot_risk WHERE provider = ? AND run_id = (SELECT max(run_id) FROM spot_risk "
-        "WHERE provider = ?)",
+    for region, rows in con.execute(
+        "SELECT region, count(*) FROM spot_risk WHERE provider = ? AND run_id = (SELECT max(run_id) FROM spot_risk "
+        "WHERE provider = ?) GROUP BY region",
         [provider, provider],
-    ).fetchall()[0][0]
-    if risk:
-        counts[SPOT_RISK_SCOPE] = int(risk)
+    ).fetchall():
+        counts[scope_of(region, SPOT_RISK_SCOPE)] += int(rows)
     return dict(counts)
 
 

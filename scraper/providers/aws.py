@@ -97,8 +97,12 @@ class AwsProvider(Provider):
         return regions_from_env(self.env)
 
     def scope_of(self, region: str, pricing: str) -> str:
-        """Each region's price file is its own source; the spot feed is one source for every region."""
-        return f"on_demand/{region}" if pricing == "on_demand" else pricing
+        """Per region: its price file, its part of the spot feed, its part of the Spot Advisor.
+
+        Counted per region (not per feed) so that a region vanishing from a feed is caught, and so
+        that configuring fewer regions is not mistaken for a feed that shrank.
+        """
+        return f"{pricing}/{region}"
 
     def expects(self, scope: str) -> bool:
         _, _, region = scope.partition("/")
