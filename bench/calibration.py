@@ -1,6 +1,7 @@
 """Calibration report: the MFU model's predicted GPU-hours against every published whole run.
 
     python bench/calibration.py          # table, error distribution, acceptance figures
+    python bench/calibration.py --quick  # the same (it takes a fraction of a second); accepted for CI
 
 Acceptance (issue 4): >= 80 % of runs within 0.8-1.25x of the published GPU-hours; the published
 figure inside [low, high] for >= 85 %; median band width (high / low) <= 2.2.
@@ -8,6 +9,7 @@ figure inside [low, high] for >= 85 %; median band width (high / low) <= 2.2.
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 from pathlib import Path
@@ -18,6 +20,9 @@ from optimizer.calibration import predict, rows, summarize
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="accepted for CI; the report is already quick")
+    parser.parse_args()
     runs = [predict(row) for row in rows()]
     print(f"{'id':>3} {'run':30} {'gpu':10} {'gpus':>6} {'published':>12} {'predicted':>12} {'ratio':>6}  inside")
     for r in runs:

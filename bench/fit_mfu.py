@@ -1,6 +1,7 @@
 """Fit the MFU model's four constants on the calibration runs, and measure how well it predicts runs it has not seen.
 
     python bench/fit_mfu.py              # grid search, leave-one-out cross-validation, the shipped constants
+    python bench/fit_mfu.py --quick      # the same on the first 8 runs only: checks the bench runs (CI)
 
 The shipped constants (``optimizer.mfu.FITTED``) are the ones this search picks; a test keeps the two equal.
 In-sample accuracy flatters a model fitted on the very runs it is judged on. Issue 4 applies the same bar to
@@ -10,6 +11,7 @@ constants the same search picks from the other runs only.
 
 from __future__ import annotations
 
+import argparse
 import math
 import statistics
 import sys
@@ -20,9 +22,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from optimizer.calibration import BAND, rows, search
 from optimizer.mfu import FITTED, Fit
 
+QUICK_RUNS = 8
+
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="search on the first 8 runs only (CI)")
+    args = parser.parse_args()
     data = rows()
+    if args.quick:
+        data = data[:QUICK_RUNS]
+        print(f"quick: the first {QUICK_RUNS} runs only; these figures are not the calibration's")
     found = search(data)
     best = found.best()
     print(f"runs: {len(data)}; candidates searched: {len(found.fits)}")

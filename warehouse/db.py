@@ -104,17 +104,21 @@ def connect(
         return con
 
 
+def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> object:
+    """One value, fetched to the end: DuckDB 2.0 refuses relation-API work (``con.sql``) on a
+    connection whose last result was not read to its end, so nothing here leaves one open."""
+    rows = con.execute(sql).fetchall()
+    return rows[0][0] if rows else None
+
+
 def schema_version(con: duckdb.DuckDBPyConnection) -> int:
-    exists = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'"
-    ).fetchone()
-    if not exists or not exists[0]:
-        tables = con.execute("SELECT count(*) FROM information_schema.tables").fetchone()
-        if tables and tables[0]:
+    exists = _scalar(con, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'")
+    if not exists:
+        if _scalar(con, "SELECT count(*) FROM information_schema.tables"):
             raise WarehouseError("the database has tables but no costopt schema record; refusing to touch it")
         return 0
-    row = con.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
-    return int(row[0]) if row else 0
+    version = _scalar(con, "SELECT coalesce(max(version), 0) FROM schema_migrations")
+    return int(version) if isinstance(version, int) else 0
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
@@ -211,5 +215,4 @@ def open_warehouse(
 
 
 def has_prices(con: duckdb.DuckDBPyConnection) -> bool:
-    row = con.execute("SELECT count(*) FROM scrape_runs WHERE status = 'ok'").fetchone()
-    return bool(row and row[0])
+    return bool(_scalar(con, "SELECT count(*) FROM scrape_runs WHERE status = 'ok'"))
