@@ -306,8 +306,8 @@ class VastProvider(Provider):
             if count and not usable[pricing]:
                 reasons = ", ".join(f"{n} {reason}" for reason, n in result.skipped.most_common(3))
                 raise ParseError(
-                    f"vastai: {count} {SEARCH_TYPES[pricing]} offers but none readable ({reasons}): "
-                    "the offers' fields changed"
+                    f"vastai: {count} {SEARCH_TYPES[pricing]} offers but none readable (skipped in this run: "
+                    f"{reasons}): the offers' fields changed"
                 )
         for group in sorted(prices, key=lambda g: (g.pricing, g.gpu, g.num_gpus, g.instance_type, g.country)):
             stats = market_stats(prices[group])

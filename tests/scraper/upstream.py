@@ -293,7 +293,11 @@ class Upstream:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: object, client_address: object) -> None:
+                pass  # a client that gave up (the timeout fault) resets its connection: expected
+
+        self._server = Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
@@ -333,13 +337,8 @@ class Upstream:
         self.hits.clear()
         self._counter = [0]
 
-    @property
-    def _new_publication(self) -> bool:
-        return self.target is not None and self.target.key == "aws-prices"
-
-    def _document(self, route: Route) -> bytes:
-        assert self.target is not None
-        kind, fault = self.target.kind, self.fault
+    def _document(self, route: Route, target: Target, fault: str | None) -> bytes:
+        kind = target.kind
         if fault == "truncated":
             return truncated(route.body)
         if fault == "layout_changed":
@@ -351,13 +350,15 @@ class Upstream:
         return route.body
 
     def handle(self, request: BaseHTTPRequestHandler, method: str) -> None:
+        target, fault = self.target, self.fault  # as injected when the request came in
         parts = urlsplit(request.path)
         length = int(request.headers.get("Content-Length") or 0)
         body = request.rfile.read(length) if length else b""
         params = _params(parts.query)
         provider, _, rest = parts.path.lstrip("/").partition("/")
         path = "/" + rest
-        if self._new_publication:
+        new_publication = target is not None and target.key == "aws-prices"
+        if new_publication:
             path = path.replace(f"/{NEW_PUBLICATION}/us-east-1/", f"/{OLD_PUBLICATION}/us-east-1/")
         route = next(
             (r for r in self.routes if r.name.startswith(provider + "/") and r.matches(method, path, params, body)),
@@ -367,25 +368,24 @@ class Upstream:
             self._send(request, 404, {"content-type": "text/plain"}, b"nothing recorded here")
             return
         self.hits[route.name] += 1
-        targeted = self.target is not None and route.name in self.target.files
         status, headers, document = route.status, dict(route.headers), route.body
-        if route.name == "aws/region_index.json" and self._new_publication:
+        if route.name == "aws/region_index.json" and new_publication:
             document = document.replace(
                 f"/{OLD_PUBLICATION}/us-east-1/".encode(), f"/{NEW_PUBLICATION}/us-east-1/".encode()
             )
-        if targeted:
-            if self.fault == "persistent_500":
+        if target is not None and route.name in target.files:
+            if fault == "persistent_500":
                 self._send(request, 500, {"content-type": "text/plain"}, b"internal error")
                 return
-            if self.fault == "429_then_ok" and self.hits[route.name] == 1:
+            if fault == "429_then_ok" and self.hits[route.name] == 1:
                 self._send(request, 429, {"content-type": "text/plain", "retry-after": "0"}, b"slow down")
                 return
-            if self.fault == "timeout":
+            if fault == "timeout":
                 time.sleep(self.timeout_seconds * 2.5)
-            if self.fault == "html_error_200":
+            if fault == "html_error_200":
                 headers, document = {"content-type": "text/html; charset=utf-8"}, HTML_ERROR
             else:
-                document = self._document(route)
+                document = self._document(route, target, fault)
         if "etag" in headers:
             etag = headers["etag"] if document == route.body else f'"{hashlib.sha256(document).hexdigest()[:16]}"'
             headers["etag"] = etag
