@@ -40,6 +40,10 @@ def run_job(
 ) -> tuple[list[Outcome], int]:
     """One refresh plus its follow-ups (pruning, notification); returns the outcomes and the exit code."""
     say = log or (lambda _line: None)
+    if notify:
+        from scraper.notify import check_url
+
+        check_url(notify)
     started = datetime.now(UTC)
     outcomes = refresh(db_path, providers, replay=replay, progress=progress, cancel=cancel, accept_drop=accept_drop)
     code = exit_code(outcomes, requested=bool(providers))

@@ -31,6 +31,21 @@ def summary(outcomes: list[Outcome], *, started_at: datetime, db: str, exit_code
     }
 
 
+def check_url(url: str) -> None:
+    """Refuse a --notify value that cannot be a webhook before anything runs (not after a night's loads)."""
+    from urllib.parse import urlsplit
+
+    from warehouse.errors import UsageError
+
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise UsageError("--notify needs an http:// or https:// webhook URL")  # the value itself may be a secret
+
+
 def should_notify(body: dict[str, Any], *, always: bool = False) -> bool:
     return always or bool(body["failures"]) or any(a["severity"] != "info" for a in body["alerts"])
 
@@ -73,8 +88,8 @@ def post(url: str, body: dict[str, Any], *, timeout: float = 10.0) -> str | None
         for secret in {url, url.split("://", 1)[-1], _path_of(url)} - {"", "/"}:
             detail = detail.replace(secret, "...")
         return f"notify {where}: {type(exc).__name__}" + (f": {detail}" if detail else "")
-    except ValueError:  # not a URL httpx can send to (no scheme, bad port, ...)
-        return f"notify {where}: not a usable webhook URL"
+    except Exception as exc:  # not a URL httpx can send to (InvalidURL is no HTTPError): never fail the refresh
+        return f"notify {where}: not a usable webhook URL ({type(exc).__name__})"
     if response.status_code >= 400:
         return f"notify {where}: HTTP {response.status_code}"
     return None

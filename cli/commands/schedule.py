@@ -44,6 +44,10 @@ def schedule_command(
     if cron and every:
         raise UsageError("give --cron or --every, not both")
     make_trigger(cron, every, timezone, jitter)  # bad input fails now, not at 3 a.m.
+    if notify:
+        from scraper.notify import check_url
+
+        check_url(notify)
     code = serve(
         resolve_db(db),
         cron=cron,

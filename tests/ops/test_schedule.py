@@ -306,3 +306,15 @@ def test_costopt_schedule_cron_fires_by_itself_at_its_minute(request, tmp_path):
     assert f"cron '{schedule.expression}' (UTC), jitter up to 0s; first run at {planned}" in text
     [fired] = runs_started(schedule.db, "lambda")
     assert schedule.fires_at <= fired < schedule.fires_at + timedelta(seconds=10)
+
+
+def test_the_webhook_url_is_never_shown():
+    from scraper.notify import check_url, post
+
+    secret = "http://127.0.0.1:1/services/T000/B000/XXXXsecretXXXX"
+    problem = post(secret, {"event": "x"})  # nothing listens on port 1
+    assert problem is not None and problem.startswith("notify 127.0.0.1:1: ConnectError")
+    assert "XXXXsecretXXXX" not in problem and "/services" not in problem
+    for bad in ("hooks.example.com/x", "ftp://hooks.example.com/x", "https://"):
+        with pytest.raises(UsageError, match=r"^--notify needs an http:// or https:// webhook URL$"):
+            check_url(bad)
