@@ -127,7 +127,11 @@ def region_filter(region: str) -> str:
 
 
 def page_of(payload: RawPayload) -> tuple[list[Any], str | None]:
-    """(Items, NextPageLink) of one response; ParseError when it is not a Retail Prices page."""
+    """(Items, NextPageLink) of one response; ParseError when it is not a Retail Prices page.
+
+    The envelope always carries ``NextPageLink`` (null on the last page). A page without the key has
+    changed shape: reading on as if it were the last page would drop every later page's prices.
+    """
     try:
         data = json.loads(payload.text())
     except (ValueError, UnicodeDecodeError) as exc:
@@ -135,6 +139,8 @@ def page_of(payload: RawPayload) -> tuple[list[Any], str | None]:
     if not isinstance(data, dict) or not isinstance(data.get("Items"), list):
         shape = f"keys {sorted(data)[:8]}" if isinstance(data, dict) else type(data).__name__
         raise ParseError(f"azure: {payload.url} has no 'Items' list ({shape})")
+    if "NextPageLink" not in data:  # always there, null on the last page: without it the walk would stop early
+        raise ParseError(f"azure: {payload.url} has no 'NextPageLink' (keys {sorted(data)[:8]}): the envelope changed")
     link = data.get("NextPageLink")
     return data["Items"], link if isinstance(link, str) and link else None
 

@@ -53,6 +53,9 @@ def skus_of(payload: RawPayload) -> tuple[list[Any], str | None]:
     skus = data.get("skus", [])
     if not isinstance(skus, list):
         raise ParseError(f"gcp: {payload.url} has 'skus' that is not a list")
+    paging = [k for k in data if k != "nextPageToken" and any(w in k.lower() for w in ("page", "token", "next"))]
+    if paging:  # a renamed page token would end the walk after this page and drop every later page's prices
+        raise ParseError(f"gcp: {payload.url} pages with {paging[0]!r}, not 'nextPageToken': the response changed")
     token = data.get("nextPageToken")
     return skus, token if isinstance(token, str) and token else None
 

@@ -161,7 +161,8 @@ def test_real_empty_envelope_is_an_empty_page():
     [
         (b"<html>busy</html>", "not JSON"),
         (b'{"error": {"code": "BadRequest"}}', "no 'Items' list"),
-        (json.dumps({"Items": [row("Standard_NV12s_v3", 1.1)]}).encode(), "none is a known GPU VM"),
+        (json.dumps({"Items": [row("Standard_NV12s_v3", 1.1)], "NextPageLink": None}).encode(), "none is a known GPU"),
+        (json.dumps({"Items": [row()], "nextPageLink": None}).encode(), "no 'NextPageLink'"),
     ],
 )
 def test_malformed_pages_are_parse_errors(body, message):
