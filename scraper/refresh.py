@@ -2,8 +2,11 @@
 
 This is the single function behind ``costopt refresh``, the nightly scheduler and the bundled
 snapshot. The network phase runs without the warehouse open, so readers are locked out only for the
-seconds of the loads; each provider loads in its own transaction, so one provider's failure leaves
-its previous prices intact and does not stop the others.
+seconds of the loads; each provider loads in its own transaction, so one provider's failure (an
+upstream error, a parse error, a DuckDB error in its load) leaves its previous prices intact and
+does not stop the others. Before a provider loads, each of its sources is compared with that
+source's last good run (``warehouse.volume``): a source that suddenly answers with far fewer offers
+fails the provider as "suspect" instead of closing its prices, unless a person accepted the drop.
 """
 
 from __future__ import annotations
@@ -310,15 +313,16 @@ def refresh(
                 entry.error = item.error
                 continue
             raw_root = raw_dir(db_path)
-            try:
+            try:  # kept before parsing: a response that fails to parse is the evidence a person needs
                 entry.raw = [rawstore.store(raw_root, p) for p in item.payloads] if keep_raw else []
+            except OSError as exc:
+                entry.error = f"{item.provider}: cannot keep the raw payloads under {raw_root}: {exc.strerror or exc}"
+                continue
+            try:
                 result, unknown, notes = parse_and_validate(item.instance, item.payloads)
                 counts, entry.carried = item.instance.scope_counts(result)
             except CostoptError as exc:
                 entry.error = exc.one_line()
-                continue
-            except OSError as exc:
-                entry.error = f"{item.provider}: cannot keep the raw payloads under {raw_root}: {exc.strerror or exc}"
                 continue
             except Exception as exc:  # a parser bug is this provider's failure, not everyone's
                 entry.error = f"{item.provider}: parser crashed: {type(exc).__name__}: {exc}"
