@@ -12,7 +12,7 @@ import os
 import re
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -59,6 +59,27 @@ def require_whole_html(markup: bytes | str, provider: str, url: str) -> None:
         from warehouse.errors import ParseError
 
         raise ParseError(f"{provider}: {url} ends before </body></html>: the page was cut short (truncated download)")
+
+
+def require_fields(items: Sequence[object], fields: Iterable[tuple[str, ...]], provider: str, where: str) -> None:
+    """Refuse a list of upstream objects in which *no* object carries a field the parser reads.
+
+    Each entry of ``fields`` lists alternatives (``("verified", "verification")``: either will do).
+    One item without a field is an odd row and is skipped by the parser; every item without it
+    means the upstream renamed or dropped the field, and reading on would misfile every offer
+    (an unverified host, country "unknown") instead of failing.
+    """
+    objects = [item for item in items if isinstance(item, Mapping)]
+    if not objects:
+        return
+    missing = [names for names in fields if not any(name in item for item in objects for name in names)]
+    if missing:
+        from warehouse.errors import ParseError
+
+        named = ", ".join(" or ".join(repr(n) for n in names) for names in missing)
+        raise ParseError(
+            f"{provider}: {where}: none of its {len(objects)} items has {named}: the upstream's fields changed"
+        )
 
 
 @dataclass(frozen=True, slots=True)

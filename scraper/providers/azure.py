@@ -35,7 +35,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
-from scraper.base import ParseResult, Provider, RawPayload, regions_from
+from scraper.base import ParseResult, Provider, RawPayload, regions_from, require_fields
 from warehouse.errors import ParseError
 from warehouse.records import PriceRecord
 
@@ -60,6 +60,17 @@ DEFAULT_REGIONS: tuple[str, ...] = (
     "japaneast",
 )
 _REGION = re.compile(r"^[a-z]+[a-z0-9]*$")
+# fields of a price row the parser reads; a page where no row has one of them has changed shape
+ITEM_FIELDS: tuple[tuple[str, ...], ...] = (
+    ("armSkuName",),
+    ("armRegionName",),
+    ("retailPrice",),
+    ("type",),
+    ("serviceName",),
+    ("productName",),
+    ("skuName", "meterName"),
+    ("unitOfMeasure",),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +214,7 @@ class AzureProvider(Provider):
         rows = 0
         for payload in payloads:
             items, _ = page_of(payload)
+            require_fields(items, ITEM_FIELDS, self.name, payload.url)
             rows += len(items)
             for item in items:
                 row = self._row(item, result)

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from scraper.base import ParseResult, Provider, RawPayload
+from scraper.base import ParseResult, Provider, RawPayload, require_fields
 from warehouse.errors import ParseError
 from warehouse.records import MarketStats, PriceRecord
 
@@ -61,6 +61,16 @@ ALLOCATED_STORAGE_GIB = 5.0  # what dph_total prices in for disk (vast-cli's def
 SEARCH_TYPES: dict[str, str] = {"on_demand": "on-demand", "interruptible": "bid"}
 A100_80GB_MIN_MB = 60_000  # gpu_ram is in MB: 40 GB cards report ~40960, 80 GB cards ~81920
 V100_32GB_MIN_MB = 24_000
+# fields of an offer that decide its group; a response where no offer has one of them has changed
+# shape (every offer would otherwise land in a wrong group: unverified, community, country unknown)
+OFFER_FIELDS: tuple[tuple[str, ...], ...] = (
+    ("id",),
+    ("gpu_name",),
+    ("num_gpus",),
+    ("geolocation",),
+    ("verified", "verification"),
+    ("hosting_type", "datacenter"),
+)
 
 
 def _norm(name: str) -> str:
@@ -289,7 +299,10 @@ class VastProvider(Provider):
             if payload.not_modified:
                 continue
             pricing = _pricing_of(payload)
-            for offer in offers_of(payload):
+            offers = offers_of(payload)
+            price_field = ("dph_total",) if pricing == "on_demand" else ("min_bid",)
+            require_fields(offers, (*OFFER_FIELDS, price_field), self.name, f"{payload.url} ({pricing})")
+            for offer in offers:
                 listed[pricing] += 1
                 listing = self._listing(offer, pricing, result)
                 if listing is None:

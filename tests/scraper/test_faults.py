@@ -8,15 +8,20 @@ after a 429 that clears, with today's), and a one-line reason that says what wen
 
 from __future__ import annotations
 
+import json
 import shutil
+from datetime import UTC, datetime
 
 import pytest
 
+from scraper.base import RawPayload
 from scraper.http import RetryPolicy
 from scraper.job import exit_code
+from scraper.providers.vastai import VastProvider
 from scraper.refresh import refresh
-from tests.scraper.upstream import FAULTS, TARGETS, Target, Upstream
+from tests.scraper.upstream import FAULTS, FIXTURES, TARGETS, Target, Upstream
 from warehouse.db import open_warehouse
+from warehouse.errors import ParseError
 
 RETRY = RetryPolicy(attempts=2, base_seconds=0)
 
@@ -50,14 +55,14 @@ REASONS: dict[str, dict[str, str]] = {
     "azure": {
         "truncated": "is not JSON",
         "html_error_200": "is not JSON",
-        "layout_changed": "suspect: on_demand/eastus: 0 offers, last good run",  # other regions still parse
+        "layout_changed": "none of its 100 items has 'armSkuName': the upstream's fields changed",
         "empty": "suspect: on_demand/eastus: 0 offers, last good run",
         "tenth": "suspect: on_demand/eastus: ",
     },
     "gcp": {
         "truncated": "is not JSON",
         "html_error_200": "is not JSON",
-        "layout_changed": "no GPU machine could be priced",
+        "layout_changed": "none of its 83 items has 'description': the upstream's fields changed",
         "empty": "the catalog returned no SKUs at all",
         "tenth": "no GPU machine could be priced",
     },
@@ -78,7 +83,7 @@ REASONS: dict[str, dict[str, str]] = {
     "vastai": {
         "truncated": "is not JSON",
         "html_error_200": "is not JSON",
-        "layout_changed": "on-demand offers but none readable",
+        "layout_changed": "(on_demand): none of its 430 items has 'gpu_name': the upstream's fields changed",
         "empty": "suspect: on_demand: 0 offers, last good run",
         "tenth": "suspect: on_demand: ",
     },
@@ -162,3 +167,16 @@ def test_a_faulty_source_never_loses_or_distorts_a_price(target, fault, upstream
     assert exit_code([outcome], requested=True) == 1
     if "suspect" in outcome.error:
         assert ("suspect_drop", "error") in alerts and "--accept-drop " + target.provider in outcome.error
+
+
+@pytest.mark.parametrize("field", ["geolocation", "verification", "hosting_type", "num_gpus", "dph_total"])
+def test_a_renamed_field_that_decides_a_group_fails_instead_of_misfiling_every_offer(field):
+    """Without this, a renamed ``geolocation`` would move every Vast.ai offer to country "unknown" (the
+    listing count unchanged, so no drop to see) and close every country's prices."""
+    offers = json.loads((FIXTURES / "vastai" / "bundles_on_demand.json").read_text())["offers"]
+    renamed = [{(f"{k}_v2" if k == field else k): v for k, v in offer.items()} for offer in offers]
+    body = json.dumps({"offers": renamed}).encode()
+    url = "https://console.vast.ai/api/v0/bundles/"
+    payload = RawPayload(url, datetime.now(UTC), 200, body, scope=("*", "on_demand"))
+    with pytest.raises(ParseError, match=f"none of its {len(offers)} items has '{field}'"):
+        VastProvider.from_env({}).parse([payload])
