@@ -178,5 +178,5 @@ def test_a_renamed_field_that_decides_a_group_fails_instead_of_misfiling_every_o
     body = json.dumps({"offers": renamed}).encode()
     url = "https://console.vast.ai/api/v0/bundles/"
     payload = RawPayload(url, datetime.now(UTC), 200, body, scope=("*", "on_demand"))
-    with pytest.raises(ParseError, match=f"none of its {len(offers)} items has '{field}'"):
+    with pytest.raises(ParseError, match=f"none of its {len(offers)} items has [^:]*'{field}'[^:]*: the upstream"):
         VastProvider.from_env({}).parse([payload])
