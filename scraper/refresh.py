@@ -268,18 +268,12 @@ def refresh(
     from warehouse.db import open_warehouse
     from warehouse.load import last_validators
     from warehouse.paths import raw_dir
-    from warehouse.volume import min_share
 
     names = list(providers or NAMES)
-    for name in [*names, *accept_drop]:
-        provider_class(name)  # unknown names fail before anything runs
-    if replay is not None and not replay.is_dir():
-        raise UsageError(f"replay: {replay} is not a directory")
+    shares, default_timeout = check_config(names, env=env, replay=replay, accept_drop=accept_drop)
     mode = mode or ("replay" if replay is not None else "live")
     say = progress or (lambda _p, _m: None)
-    environ = os.environ if env is None else env
-    shares = {name: min_share(environ, name) for name in names}
-    timeout = timeout if timeout is not None else _http_timeout(environ)
+    timeout = timeout if timeout is not None else default_timeout
 
     con = open_warehouse(db_path)
     try:
@@ -353,6 +347,27 @@ def refresh(
         return _load_all(db_path, ready, mode, say, cancel, set(accept_drop))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def check_config(
+    names: list[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    replay: Path | None = None,
+    accept_drop: Collection[str] = (),
+) -> tuple[dict[str, float], float]:
+    """Refuse unknown providers and bad settings up front (the scheduler calls it at start, not at 3 a.m.).
+
+    Returns the guard's share per provider and the HTTP timeout.
+    """
+    from warehouse.volume import min_share
+
+    for name in [*names, *accept_drop]:
+        provider_class(name)  # unknown names fail before anything runs
+    if replay is not None and not replay.is_dir():
+        raise UsageError(f"replay: {replay} is not a directory")
+    environ = os.environ if env is None else env
+    return {name: min_share(environ, name) for name in names}, _http_timeout(environ)
 
 
 def _http_timeout(env: Mapping[str, str]) -> float:

@@ -43,7 +43,11 @@ def schedule_command(
 
     if cron and every:
         raise UsageError("give --cron or --every, not both")
+    from scraper.providers import NAMES
+    from scraper.refresh import check_config
+
     make_trigger(cron, every, timezone, jitter)  # bad input fails now, not at 3 a.m.
+    check_config(list(provider or NAMES), replay=replay)
     if notify:
         from scraper.notify import check_url
 

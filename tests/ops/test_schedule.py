@@ -318,3 +318,20 @@ def test_the_webhook_url_is_never_shown():
     for bad in ("hooks.example.com/x", "ftp://hooks.example.com/x", "https://"):
         with pytest.raises(UsageError, match=r"^--notify needs an http:// or https:// webhook URL$"):
             check_url(bad)
+
+
+def test_schedule_refuses_bad_settings_when_it_starts_not_at_3am(tmp_path):
+    env = {**os.environ, "COSTOPT_GUARD_MIN_SHARE_AWS": "most"}
+    out = subprocess.run(
+        costopt_command("schedule", "--db", str(tmp_path / "wh.duckdb")),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=60,
+    )
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == (
+        "costopt: error: COSTOPT_GUARD_MIN_SHARE_AWS='most': give a share between 0 and 1, e.g. 0.5 "
+        "(under half is suspect)\n"
+    )
