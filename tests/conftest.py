@@ -33,6 +33,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     schedule = session.config.stash.get(CRON_SCHEDULE, None)
     if schedule is not None:
         schedule.stop()  # type: ignore[attr-defined]
+        schedule.remove()  # type: ignore[attr-defined]
 
 
 @pytest.fixture(autouse=True)

@@ -9,6 +9,7 @@ wait instead of a sleep.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,6 +29,7 @@ class CronSchedule:
     expression: str
     db: Path
     log: Path
+    scratch: Path | None = None  # a directory start() made, removed at session end
 
     def stop(self) -> int:
         if self.process.poll() is None:
@@ -38,10 +40,16 @@ class CronSchedule:
             self.process.kill()
             return -9
 
+    def remove(self) -> None:
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
 
 def start(workdir: Path | None = None) -> CronSchedule:
     """``costopt schedule --cron 'M H * * *'`` for the next minute at least LEAD_SECONDS away, no --run-now."""
-    workdir = workdir or Path(tempfile.mkdtemp(prefix="costopt-cron-"))
+    scratch = None if workdir else Path(tempfile.mkdtemp(prefix="costopt-cron-"))
+    workdir = workdir or scratch
+    assert workdir is not None
     now = datetime.now(UTC)
     fires_at = (now + timedelta(minutes=1)).replace(second=0, microsecond=0)
     if (fires_at - now).total_seconds() < LEAD_SECONDS:
@@ -53,4 +61,4 @@ def start(workdir: Path | None = None) -> CronSchedule:
     env = {**os.environ, "COSTOPT_DATA_DIR": str(workdir / "data"), "COSTOPT_DB": str(db)}
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
-    return CronSchedule(process, fires_at, expression, db, log)
+    return CronSchedule(process, fires_at, expression, db, log, scratch)
