@@ -7,6 +7,7 @@ product one on-demand row plus 11 reserved-term rows (hourly and upfront-fee), a
 where fewer than 1 row in 800 is a Linux on-demand price of a GPU instance.
 
     python bench/aws_csv.py [--size-mb 1024] [--regen]
+    python bench/aws_csv.py --quick      # a 4 MB file in a temporary directory: checks the bench runs (CI)
 
 The parse runs in a fresh process so that its peak RSS is the parser's, not the generator's.
 """
@@ -170,13 +171,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size-mb", type=int, default=1024)
     parser.add_argument("--regen", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="a 4 MB file in a temporary directory (CI)")
     parser.add_argument("--parse-only", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.parse_only:
         print(json.dumps(parse(args.parse_only)))
         return
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"aws_{REGION}_{args.size_mb}mb.csv"
+    out = OUT
+    if args.quick:
+        import tempfile
+
+        args.size_mb, out = 4, Path(tempfile.mkdtemp(prefix="costopt-bench-"))
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"aws_{REGION}_{args.size_mb}mb.csv"
     if args.regen or not path.exists():
         start = time.perf_counter()
         written, gpu_types = generate(path, args.size_mb)
@@ -186,6 +193,12 @@ def main() -> None:
         [sys.executable, __file__, "--parse-only", str(path)], capture_output=True, text=True, check=True
     )
     figures = json.loads(run.stdout)
+    if args.quick:
+        import shutil
+
+        shutil.rmtree(out, ignore_errors=True)
+        if not figures["records"]:
+            raise SystemExit("quick run: the parser kept no record from the generated file")
     ok = figures["mb_per_s"] >= 50 and figures["peak_rss_mb"] <= 300
     print(
         f"parsed {figures['bytes'] / 1e6:.0f} MB in {figures['seconds']} s: {figures['mb_per_s']} MB/s, "

@@ -6,6 +6,7 @@ bench/warehouse_year.py); replay of fixtures/ for all six providers <= 5 s; a se
 unchanged recordings downloads no bulk file again.
 
     python bench/cli_speed.py [--runs 5] [--year-db bench/out/year.duckdb]
+    python bench/cli_speed.py --quick     # one run of each: checks the bench runs (CI); figures are not the targets
 """
 
 from __future__ import annotations
@@ -50,7 +51,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--year-db", type=Path)
+    parser.add_argument("--quick", action="store_true", help="one run of each command (CI)")
     args = parser.parse_args()
+    if args.quick:
+        args.runs = 1
     work = Path(tempfile.mkdtemp(prefix="costopt-bench-"))
     env = {**os.environ, "COSTOPT_DATA_DIR": str(work), "COSTOPT_DB": str(work / "bench.duckdb")}
 

@@ -25,6 +25,7 @@ import random
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -149,14 +150,24 @@ def main(argv: list[str] | None = None) -> int:
         args.commits, args.rows = 40, 300
     clouds = ["aws", "gcp", "azure", "lambda", "vast"][: args.clouds]
     name = f"archive-{args.commits}x{len(clouds)}x{args.rows}-{args.change:g}"
-    archive = OUT / name
+    # the quick run (CI) leaves nothing behind; a full-size archive is kept in bench/out/ for the next run
+    out = Path(tempfile.mkdtemp(prefix="costopt-bench-")) if args.quick else OUT
+    try:
+        return _run(args, clouds, name, out)
+    finally:
+        if args.quick:
+            shutil.rmtree(out, ignore_errors=True)
+
+
+def _run(args: argparse.Namespace, clouds: list[str], name: str, out: Path) -> int:
+    archive = out / name
     stamp = archive / "costopt-bench.json"
     if args.regen or not stamp.is_file():
         began = time.monotonic()
         generate(archive, args.commits, clouds, args.rows, args.change)
         stamp.write_text(json.dumps({"commits": args.commits, "clouds": clouds, "rows": args.rows}))
         print(f"generated {archive.name} in {time.monotonic() - began:.0f} s", file=sys.stderr)
-    db = OUT / f"{name}.duckdb"
+    db = out / f"{name}.duckdb"
     for stale in (db, db.with_name(db.name + ".wal")):
         stale.unlink(missing_ok=True)
     done = subprocess.run(

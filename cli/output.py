@@ -11,9 +11,11 @@ import json
 import math
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import date, datetime
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any
+from uuid import UUID
 
 
 class Format(StrEnum):
@@ -22,16 +24,66 @@ class Format(StrEnum):
     csv = "csv"
 
 
+def iso_duration(value: timedelta) -> str:
+    """ISO 8601 duration of a DuckDB INTERVAL as Python sees it (months arrive as 30-day blocks)."""
+    if value < timedelta(0):
+        return "-" + iso_duration(-value)
+    hours, rest = divmod(value.seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    second = f"{seconds + value.microseconds / 1e6:g}"
+    clock = "".join(f"{n}{unit}" for n, unit in ((hours, "H"), (minutes, "M")) if n)
+    clock += f"{second}S" if seconds or value.microseconds else ""
+    out = f"P{value.days}D" if value.days else "P"
+    return out + (f"T{clock}" if clock else ("" if value.days else "T0S"))
+
+
+def blob_text(value: bytes | bytearray | memoryview) -> str:
+    """A BLOB as DuckDB prints it: printable ASCII as is, every other byte as ``\\xHH``."""
+    return "".join(chr(b) if 32 <= b < 127 and b != 92 else f"\\x{b:02X}" for b in bytes(value))
+
+
 def _plain(value: Any) -> Any:
-    if isinstance(value, datetime | date):
+    """Any value DuckDB hands to Python as something JSON can hold, recursively (lists, structs, maps).
+
+    DECIMAL becomes a number when a float holds it exactly, else its exact text; INTERVAL an ISO 8601
+    duration; BLOB DuckDB's escaped text; TIME, DATE, TIMESTAMP ISO 8601; UUID its text; NaN and
+    infinities null; MAP keys text.
+    """
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            return None
+        number = float(value)
+        return number if Decimal(repr(number)) == value else str(value)
+    if isinstance(value, datetime | date | time):
         return value.isoformat()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    if isinstance(value, timedelta):
+        return iso_duration(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return blob_text(value)
+    if isinstance(value, UUID):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(_plain(k)): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+def _csv_field(value: Any) -> Any:
+    plain = _plain(value)
+    if isinstance(plain, list | dict):
+        return json.dumps(plain)
+    if isinstance(plain, bool):
+        return "true" if plain else "false"
+    return plain
 
 
 def to_json(data: Any) -> str:
-    return json.dumps(data, default=_plain, indent=2, sort_keys=False)
+    return json.dumps(_plain(data), indent=2, sort_keys=False, allow_nan=False)
 
 
 def _cell(value: Any) -> str:
@@ -45,6 +97,9 @@ def _cell(value: Any) -> str:
         return f"{value:.4g}" if abs(value) < 1 else f"{value:.3f}"
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M")
+    if isinstance(value, bytes | bytearray | memoryview | timedelta | list | tuple | dict):
+        plain = _plain(value)
+        return plain if isinstance(plain, str) else json.dumps(plain)
     return str(value)
 
 
@@ -68,7 +123,7 @@ def emit(
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(columns)
-        writer.writerows([[_plain(r.get(c)) for c in columns] for r in rows])
+        writer.writerows([[_csv_field(r.get(c)) for c in columns] for r in rows])
         out.write(buffer.getvalue())
         return
     print_table(

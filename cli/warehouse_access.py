@@ -2,7 +2,10 @@
 
 Readers open the file read-only, so any number of them share it; a reader that meets a refresh
 mid-load waits a bounded time with a message instead of failing. The first command that needs
-prices on an empty warehouse loads the bundled snapshot and says so, with its date.
+prices on an empty warehouse *at the default path* loads the bundled snapshot and says so, with its
+date. A path given with ``--db`` or ``COSTOPT_DB`` is the user's own warehouse: a read command never
+creates it or fills it with bundled data (a typo would otherwise answer from a fresh snapshot); it
+says what is missing and how to create it.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cli.output import note
+from warehouse.errors import WarehouseError
 
 if TYPE_CHECKING:
     import duckdb
@@ -39,17 +43,41 @@ def resolve_db(db: Path | None) -> Path:
     return (db or default_db_path()).expanduser()
 
 
-def ensure_prices(path: Path) -> None:
-    """Create and migrate the warehouse if needed, and seed it from the bundled snapshot if empty."""
+def _missing(path: Path) -> WarehouseError:
+    return WarehouseError(
+        f"no warehouse at {path} (given by --db or COSTOPT_DB)",
+        hint=f"check the path, or create it with `costopt refresh --db {path}`",
+    )
+
+
+def existing_db(db: Path | None) -> Path:
+    """The warehouse path for a command that works on an existing warehouse only (reparse)."""
+    path = resolve_db(db)
+    if not path.exists():
+        if db is not None:
+            raise _missing(path)
+        raise WarehouseError(f"no warehouse at {path} yet", hint="run `costopt refresh` first")
+    return path
+
+
+def ensure_prices(db: Path | None) -> Path:
+    """The warehouse a write command (``import``) works on: created and migrated if missing.
+
+    The default warehouse is also seeded with the bundled snapshot and history when it holds no prices,
+    as the first read command would; a warehouse given with ``--db``/``COSTOPT_DB`` is the user's own
+    and gets nothing bundled.
+    """
     from warehouse.db import has_prices, open_warehouse
 
+    path = resolve_db(db)
     con = open_warehouse(path, on_wait=note)
     try:
         seeded = has_prices(con)
     finally:
         con.close()
-    if not seeded:
+    if not seeded and db is None:
         load_snapshot(path)
+    return path
 
 
 def load_snapshot(path: Path) -> None:
@@ -63,7 +91,8 @@ def load_snapshot(path: Path) -> None:
 
     root = snapshot_dir()
     recorded = [name for name in NAMES if (root / name / "replay.json").is_file()]
-    outcomes = refresh(path, recorded, replay=root, mode="snapshot", keep_raw=False)
+    # the snapshot is what is bundled, whatever regions this machine is configured for
+    outcomes = refresh(path, recorded, replay=root, mode="snapshot", keep_raw=False, env={})
     loaded = [o.provider for o in outcomes if o.status == "ok"]
     dates = sorted({recorded_at(root / name).strftime("%Y-%m-%d") for name in loaded})
     con = open_warehouse(path, on_wait=note)
@@ -122,28 +151,31 @@ def prices_note(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def open_for_reading(db: Path | None, *, need_prices: bool = True) -> Readable:
-    """A read-only connection to a warehouse that has prices (seeding it on first use)."""
-    from warehouse.db import open_warehouse
-    from warehouse.errors import WarehouseError
+    """A read-only connection to a warehouse that has prices (seeding the default one on first use).
+
+    ``db`` is what ``--db``/``COSTOPT_DB`` gave (None: the default path).
+    """
+    from warehouse.db import has_prices, open_warehouse
 
     path = resolve_db(db)
-    if need_prices:
-        try:
-            con = open_warehouse(path, read_only=True, on_wait=note)
-        except WarehouseError as exc:
-            if "no warehouse" not in str(exc) and "needs migrating" not in str(exc):
-                raise
-            ensure_prices(path)
-            con = open_warehouse(path, read_only=True, on_wait=note)
-        else:
-            from warehouse.db import has_prices
-
-            if not has_prices(con):
-                con.close()
-                ensure_prices(path)
-                con = open_warehouse(path, read_only=True, on_wait=note)
-    else:
-        if not path.exists():
-            open_warehouse(path).close()
+    explicit = db is not None
+    if not path.exists():
+        if explicit:
+            raise _missing(path)
+        open_warehouse(path, on_wait=note).close()  # create and migrate the default warehouse
+    try:
+        con = open_warehouse(path, read_only=True, on_wait=note)
+    except WarehouseError as exc:
+        if "needs migrating" not in str(exc):
+            raise
+        open_warehouse(path, on_wait=note).close()
+        con = open_warehouse(path, read_only=True, on_wait=note)
+    if need_prices and not has_prices(con):
+        con.close()
+        if explicit:
+            raise WarehouseError(
+                f"the warehouse at {path} holds no prices yet", hint=f"run `costopt refresh --db {path}`"
+            )
+        load_snapshot(path)
         con = open_warehouse(path, read_only=True, on_wait=note)
     return Readable(con, path, prices_note(con))

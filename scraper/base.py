@@ -12,13 +12,14 @@ import os
 import re
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Self
 
 from warehouse.records import PriceRecord, SpotRisk
+from warehouse.volume import SPOT_RISK_SCOPE
 
 if TYPE_CHECKING:
     from scraper.http import Fetcher
@@ -42,6 +43,43 @@ def regions_from(
     if bad or not regions:
         raise ProviderError(f"{variable}: {', '.join(bad) or raw!r} is not a region code such as {example}")
     return regions
+
+
+def require_whole_html(markup: bytes | str, provider: str, url: str) -> None:
+    """Refuse an HTML page that stops before its closing tags: a download cut short.
+
+    An HTML parser happily reads the first half of a page, and half the rows would then look like
+    half the offers disappeared. Pages costopt reads end with ``</body></html>``; a page that opens
+    ``<html>`` or ``<body>`` and closes neither was cut short. (Something that is no page at all is
+    left to the parser, which says the layout is not the one it knows.)
+    """
+    text = (markup.encode("utf-8", "replace") if isinstance(markup, str) else markup).lower()
+    opened = b"<html" in text or b"<body" in text
+    if opened and b"</html" not in text and b"</body" not in text:
+        from warehouse.errors import ParseError
+
+        raise ParseError(f"{provider}: {url} ends before </body></html>: the page was cut short (truncated download)")
+
+
+def require_fields(items: Sequence[object], fields: Iterable[tuple[str, ...]], provider: str, where: str) -> None:
+    """Refuse a list of upstream objects in which *no* object carries a field the parser reads.
+
+    Each entry of ``fields`` lists alternatives (``("verified", "verification")``: either will do).
+    One item without a field is an odd row and is skipped by the parser; every item without it
+    means the upstream renamed or dropped the field, and reading on would misfile every offer
+    (an unverified host, country "unknown") instead of failing.
+    """
+    objects = [item for item in items if isinstance(item, Mapping)]
+    if not objects:
+        return
+    missing = [names for names in fields if not any(name in item for item in objects for name in names)]
+    if missing:
+        from warehouse.errors import ParseError
+
+        named = ", ".join(" or ".join(repr(n) for n in names) for names in missing)
+        raise ParseError(
+            f"{provider}: {where}: none of its {len(objects)} items has {named}: the upstream's fields changed"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +143,9 @@ class Provider(ABC):
     # environment variable -> default base URL, one per upstream host, so mirrors, proxies and
     # local test servers can stand in for the real host with the real paths and query strings
     base_urls: ClassVar[dict[str, str]] = {}
+    # variables that say *what* to read (regions), as opposed to where from (base URLs) or with
+    # which credential: honoured in replay and re-parse too, so those read what a refresh reads
+    config_vars: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self.env: Mapping[str, str] = os.environ if env is None else env
@@ -113,10 +154,39 @@ class Provider(ABC):
     def from_env(cls, env: Mapping[str, str] | None = None, *, replay: bool = False) -> Self:
         """Build the provider from the environment; raise MissingCredentials if a key is needed.
 
-        In replay mode credentials are not needed (recorded responses carry none) and base URLs are
-        the real hosts, which the replay transport serves.
+        In replay mode (recorded responses, or ``costopt reparse`` of stored ones) credentials are
+        not needed and base URLs are the real hosts, which the replay transport serves; only the
+        ``config_vars`` (which regions) are taken from the environment.
         """
-        return cls(env if not replay else {})
+        if not replay:
+            return cls(env)
+        source = os.environ if env is None else env
+        return cls({k: source[k] for k in cls.config_vars if k in source})
+
+    def scope_of(self, region: str, pricing: str) -> str:
+        """The upstream source a price of this region and pricing kind was read from.
+
+        The mass-disappearance guard (``warehouse.volume``) counts offers per source and compares
+        each with its last good run, so one broken source is caught even while the provider's other
+        sources are fine. Default: one source per pricing kind. Providers that fetch one document
+        per region say so by overriding this.
+        """
+        return pricing
+
+    def expects(self, scope: str) -> bool:
+        """Whether this provider, as configured now, reads ``scope`` (a region dropped from the config is not gone)."""
+        return True
+
+    def scope_counts(self, result: ParseResult) -> tuple[Counter[str], set[str]]:
+        """Offers read per source in ``result`` (a marketplace group counts its listings), and the
+        sources that were unchanged and carried forward (not read, so not counted)."""
+        counts: Counter[str] = Counter()
+        for record in result.prices:
+            counts[self.scope_of(record.region, record.pricing)] += record.stats.offer_count if record.stats else 1
+        for risk in result.spot_risk:
+            counts[self.scope_of(risk.region, SPOT_RISK_SCOPE)] += 1
+        carried = {self.scope_of(region, pricing) for region, pricing in result.carried}
+        return counts, carried
 
     def base_url(self, variable: str) -> str:
         default = self.base_urls[variable]

@@ -43,7 +43,7 @@ def user_agent() -> str:
 def make_client(*, timeout: float = 30.0, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
     """The project's HTTP client: explicit timeouts, our User-Agent, gzip, proxies from the env."""
     return httpx.AsyncClient(
-        timeout=httpx.Timeout(timeout, connect=10.0),
+        timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
         headers={"User-Agent": user_agent(), "Accept-Encoding": "gzip"},
         follow_redirects=True,
         transport=transport,
@@ -218,6 +218,8 @@ class Fetcher:
             raise _Retryable("timeout while reading") from None
         except httpx.TransportError as exc:
             raise _Retryable(f"connection dropped ({type(exc).__name__})") from None
+        except httpx.DecodingError:
+            raise _Retryable("a body that does not decode (truncated or corrupt compression)") from None
         finally:
             await response.aclose()
         self.urls.append(url)

@@ -1,14 +1,15 @@
 """The refresh job: what ``costopt refresh`` and every scheduled run do, and the exit code they mean.
 
 Exit codes, for monitors: 0 every provider loaded and nothing needs a look; 1 at least one provider
-failed (its previous prices are kept); 3 everything loaded but a warning was raised (a large move,
-far fewer offers than usual, many offers gone); 2 bad input.
+failed -- an upstream error, a page that changed shape, or a suspect drop in offers (its previous
+prices are kept); 3 everything loaded but a warning was raised (a large move, many offers gone);
+2 bad input; 130 interrupted (Ctrl-C), nothing half-written.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -35,11 +36,16 @@ def run_job(
     cancel: threading.Event | None = None,
     progress: Progress | None = None,
     log: Callable[[str], None] | None = None,
+    accept_drop: Collection[str] = (),
 ) -> tuple[list[Outcome], int]:
     """One refresh plus its follow-ups (pruning, notification); returns the outcomes and the exit code."""
     say = log or (lambda _line: None)
+    if notify:
+        from scraper.notify import check_url
+
+        check_url(notify)
     started = datetime.now(UTC)
-    outcomes = refresh(db_path, providers, replay=replay, progress=progress, cancel=cancel)
+    outcomes = refresh(db_path, providers, replay=replay, progress=progress, cancel=cancel, accept_drop=accept_drop)
     code = exit_code(outcomes, requested=bool(providers))
     for o in outcomes:
         say(
@@ -60,10 +66,10 @@ def run_job(
             con.close()
         say(f"pruned {files} raw payload file(s), {freed / 1e6:.1f} MB, older than {keep_raw_days} days")
     if notify:
-        from scraper.notify import post, should_notify, summary
+        from scraper.notify import post, public_host, should_notify, summary
 
         body = summary(outcomes, started_at=started, db=str(db_path), exit_code=code)
         if should_notify(body):
             problem = post(notify, body)
-            say(problem or f"notified {notify}")
+            say(problem or f"notified {public_host(notify)}")  # the URL itself is a secret (Slack, Teams)
     return outcomes, code

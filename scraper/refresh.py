@@ -2,18 +2,22 @@
 
 This is the single function behind ``costopt refresh``, the nightly scheduler and the bundled
 snapshot. The network phase runs without the warehouse open, so readers are locked out only for the
-seconds of the loads; each provider loads in its own transaction, so one provider's failure leaves
-its previous prices intact and does not stop the others.
+seconds of the loads; each provider loads in its own transaction, so one provider's failure (an
+upstream error, a parse error, a DuckDB error in its load) leaves its previous prices intact and
+does not stop the others. Before a provider loads, each of its sources is compared with that
+source's last good run (``warehouse.volume``): a source that suddenly answers with far fewer offers
+fails the provider as "suspect" instead of closing its prices, unless a person accepted the drop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,10 +27,12 @@ from scraper.http import Fetcher, RetryPolicy, Validators, make_client
 from scraper.providers import NAMES, provider_class
 from scraper.replay import Origin, apply_origin, origin_of
 from warehouse.alerts import Alert
-from warehouse.errors import CostoptError, MissingCredentials, UsageError
-from warehouse.load import RunRecord
+from warehouse.errors import CostoptError, MissingCredentials, UsageError, from_duckdb, is_duckdb_error, is_interrupt
+from warehouse.load import RawRow, RunRecord
 
 PROVIDER_TIMEOUT_SECONDS = 30 * 60
+DEFAULT_HTTP_TIMEOUT = 30.0
+TIMEOUT_VARIABLE = "COSTOPT_HTTP_TIMEOUT"
 
 
 class Cancelled(CostoptError):
@@ -187,8 +193,9 @@ async def _fetch_all(
     retry: RetryPolicy,
     progress: Progress,
     cancel: threading.Event | None = None,
+    timeout: float = DEFAULT_HTTP_TIMEOUT,
 ) -> list[_Fetched]:
-    client = make_client()
+    client = make_client(timeout=timeout)
     try:
         work = asyncio.gather(
             *(
@@ -231,6 +238,18 @@ def parse_and_validate(provider: Provider, payloads: list[RawPayload]) -> tuple[
     return result, unknown, notes + result.skipped_examples[:5] + examples[:5]
 
 
+@dataclass(slots=True)
+class _Ready:
+    """One provider after fetch and parse: a run to load, or the reason there is none."""
+
+    item: _Fetched
+    run: RunRecord | None = None
+    error: str | None = None
+    raw: list[RawRow] = field(default_factory=list)
+    carried: set[str] = field(default_factory=set)
+    share: float = 0.5
+
+
 def refresh(
     db_path: Path,
     providers: list[str] | None = None,
@@ -242,20 +261,25 @@ def refresh(
     retry: RetryPolicy | None = None,
     keep_raw: bool = True,
     cancel: threading.Event | None = None,
+    accept_drop: Collection[str] = (),
+    timeout: float | None = None,
 ) -> list[Outcome]:
-    """Refresh prices for ``providers`` (all by default) into the warehouse at ``db_path``."""
+    """Refresh prices for ``providers`` (all by default) into the warehouse at ``db_path``.
+
+    ``accept_drop`` names providers whose far smaller answer a person has confirmed as real (the
+    guard in ``warehouse.volume`` otherwise refuses it). ``timeout`` is the per-request HTTP
+    timeout in seconds (default ``COSTOPT_HTTP_TIMEOUT``, else 30).
+    """
     from scraper import rawstore
     from warehouse.db import open_warehouse
-    from warehouse.load import last_validators, load_run, record_failure
+    from warehouse.load import last_validators
     from warehouse.paths import raw_dir
 
     names = list(providers or NAMES)
-    for name in names:
-        provider_class(name)  # unknown names fail before anything runs
-    if replay is not None and not replay.is_dir():
-        raise UsageError(f"replay: {replay} is not a directory")
+    shares, default_timeout = check_config(names, env=env, replay=replay, accept_drop=accept_drop)
     mode = mode or ("replay" if replay is not None else "live")
     say = progress or (lambda _p, _m: None)
+    timeout = timeout if timeout is not None else default_timeout
 
     con = open_warehouse(db_path)
     try:
@@ -278,130 +302,222 @@ def refresh(
                 workdir=workdir,
                 retry=retry or RetryPolicy(),
                 progress=say,
+                timeout=timeout,
             )
         )
-        runs: list[tuple[_Fetched, RunRecord | None, str | None]] = []
+        ready: list[_Ready] = []
         for item in fetched:
+            entry = _Ready(item, share=shares[item.provider])
+            ready.append(entry)
             if item.status != "ok" or item.instance is None:
-                runs.append((item, None, item.error))
+                entry.error = item.error
+                continue
+            raw_root = raw_dir(db_path)
+            try:  # kept before parsing: a response that fails to parse is the evidence a person needs
+                entry.raw = [rawstore.store(raw_root, p) for p in item.payloads] if keep_raw else []
+            except OSError as exc:
+                entry.error = f"{item.provider}: cannot keep the raw payloads under {raw_root}: {exc.strerror or exc}"
                 continue
             try:
                 result, unknown, notes = parse_and_validate(item.instance, item.payloads)
+                counts, entry.carried = item.instance.scope_counts(result)
             except CostoptError as exc:
-                runs.append((item, None, exc.one_line()))
+                entry.error = exc.one_line()
                 continue
             except Exception as exc:  # a parser bug is this provider's failure, not everyone's
-                runs.append((item, None, f"{item.provider}: parser crashed: {type(exc).__name__}: {exc}"))
+                entry.error = f"{item.provider}: parser crashed: {type(exc).__name__}: {exc}"
                 continue
             fetcher = item.fetcher
             assert fetcher is not None
-            raw_root = raw_dir(db_path)
-            raw_rows = [rawstore.store(raw_root, p) for p in item.payloads] if keep_raw else []
             observed = min((p.fetched_at for p in item.payloads), default=item.started_at)
             if item.origin is not None:
                 result.prices = apply_origin(result.prices, item.origin)
             validators = {u: (v.etag, v.last_modified) for u, v in fetcher.new_validators.items()}
-            runs.append(
-                (
-                    item,
-                    RunRecord(
-                        provider=item.provider,
-                        mode=mode,
-                        started_at=item.started_at,
-                        observed_at=observed,
-                        prices=result.prices,
-                        spot_risk=result.spot_risk,
-                        carried=result.carried,
-                        unknown_items=unknown,
-                        notes="; ".join(notes) or None,
-                        raw=raw_rows,
-                        validators=validators,
-                        state=fetcher.new_state,
-                        bytes_downloaded=fetcher.bytes_downloaded,
-                        seconds=item.seconds,
-                        source_urls=sorted(set(fetcher.urls)),
-                        parser_version=item.instance.parser_version,
-                        data_origin=item.origin.kind if item.origin else "live",
-                        figures_as_of=item.origin.figures_as_of if item.origin else None,
-                    ),
-                    None,
-                )
+            entry.run = RunRecord(
+                provider=item.provider,
+                mode=mode,
+                started_at=item.started_at,
+                observed_at=observed,
+                prices=result.prices,
+                spot_risk=result.spot_risk,
+                carried=result.carried,
+                unknown_items=unknown,
+                notes="; ".join(notes) or None,
+                raw=entry.raw,
+                validators=validators,
+                state=fetcher.new_state,
+                bytes_downloaded=fetcher.bytes_downloaded,
+                seconds=item.seconds,
+                source_urls=sorted(set(fetcher.urls)),
+                parser_version=item.instance.parser_version,
+                scopes=dict(counts),
+                data_origin=item.origin.kind if item.origin else "live",
+                figures_as_of=item.origin.figures_as_of if item.origin else None,
             )
-        return _load_all(db_path, runs, mode, say, open_warehouse, load_run, record_failure, cancel)
+        return _load_all(db_path, ready, mode, say, cancel, set(accept_drop))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _load_all(db_path, runs, mode, say, open_warehouse, load_run, record_failure, cancel) -> list[Outcome]:  # type: ignore[no-untyped-def]
+def check_config(
+    names: list[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    replay: Path | None = None,
+    accept_drop: Collection[str] = (),
+) -> tuple[dict[str, float], float]:
+    """Refuse unknown providers and bad settings up front (the scheduler calls it at start, not at 3 a.m.).
+
+    Returns the guard's share per provider and the HTTP timeout.
+    """
+    from warehouse.volume import min_share
+
+    for name in [*names, *accept_drop]:
+        provider_class(name)  # unknown names fail before anything runs
+    if replay is not None and not replay.is_dir():
+        raise UsageError(f"replay: {replay} is not a directory")
+    environ = os.environ if env is None else env
+    return {name: min_share(environ, name) for name in names}, _http_timeout(environ)
+
+
+def _http_timeout(env: Mapping[str, str]) -> float:
+    text = (env.get(TIMEOUT_VARIABLE) or "").strip()
+    if not text:
+        return DEFAULT_HTTP_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if value <= 0:
+        raise UsageError(f"{TIMEOUT_VARIABLE}={text!r}: give the per-request timeout in seconds, e.g. 30")
+    return value
+
+
+def _load_all(
+    db_path: Path,
+    ready: list[_Ready],
+    mode: str,
+    say: Progress,
+    cancel: threading.Event | None,
+    accept_drop: set[str],
+) -> list[Outcome]:
+    """Load each provider in its own transaction; whatever goes wrong with one is that provider's failure."""
+    from warehouse.db import open_warehouse
+
     outcomes: list[Outcome] = []
     con = open_warehouse(db_path, on_wait=lambda message: say("warehouse", message))
     try:
-        for item, run, error in runs:
+        for entry in ready:
             if cancel is not None and cancel.is_set():
-                say(item.provider, "not loaded: stop requested")
-                outcomes.append(Outcome(item.provider, "cancelled", error="stop requested before its load"))
-                continue
-            fetcher = item.fetcher
-            downloaded = fetcher.bytes_downloaded if fetcher else 0
-            if run is None:
-                run_id = record_failure(
-                    con,
-                    provider=item.provider,
-                    mode=mode,
-                    started_at=item.started_at,
-                    error=error or "failed",
-                    status=item.status if item.status == "skipped" else "failed",
-                    seconds=item.seconds,
-                    bytes_downloaded=downloaded,
-                    source_urls=sorted(set(fetcher.urls)) if fetcher else [],
-                )
-                status = "skipped" if item.status == "skipped" else "failed"
-                outcomes.append(
-                    Outcome(
-                        item.provider,
-                        status,
-                        bytes_downloaded=downloaded,
-                        seconds=item.seconds,
-                        error=error,
-                        run_id=run_id,
-                    )
-                )
-                say(item.provider, f"{status}: {error}")
+                say(entry.item.provider, "not loaded: stop requested")
+                outcomes.append(Outcome(entry.item.provider, "cancelled", error="stop requested before its load"))
                 continue
             try:
-                summary = load_run(con, run)
-            except CostoptError as exc:
-                run_id = record_failure(
-                    con,
-                    provider=item.provider,
-                    mode=mode,
-                    started_at=item.started_at,
-                    error=exc.one_line(),
-                    seconds=item.seconds,
-                    bytes_downloaded=downloaded,
-                )
-                outcomes.append(Outcome(item.provider, "failed", error=exc.one_line(), run_id=run_id))
-                continue
-            outcomes.append(
-                Outcome(
-                    item.provider,
-                    summary.status if summary.status != "skipped" else "skipped",
-                    offers=summary.offers,
-                    prices_changed=summary.prices_changed,
-                    prices_closed=summary.prices_closed,
-                    flags=summary.flags,
-                    unknown=run.unknown_items,
-                    bytes_downloaded=run.bytes_downloaded,
-                    seconds=item.seconds,
-                    run_id=summary.run_id,
-                    error=summary.note if summary.status == "skipped" else None,
-                )
-            )
-            say(item.provider, f"loaded {summary.offers} offers, {summary.prices_changed} prices changed")
+                outcome = _load_one(con, entry, mode, accept_drop)
+            except Exception as exc:
+                if is_interrupt(exc):
+                    raise KeyboardInterrupt from None
+                outcome = _failed(con, entry, mode, _reason(entry.item.provider, exc))
+            outcomes.append(outcome)
+            if outcome.status == "ok":
+                say(outcome.provider, f"loaded {outcome.offers} offers, {outcome.prices_changed} prices changed")
+            else:
+                say(outcome.provider, f"{outcome.status}: {outcome.error}")
         _raise_alerts(con, outcomes)
     finally:
         con.close()
     return outcomes
+
+
+def _reason(provider: str, exc: BaseException) -> str:
+    if isinstance(exc, CostoptError):
+        return exc.one_line()
+    if is_duckdb_error(exc):
+        return f"{provider}: not loaded: {from_duckdb(exc).one_line()}"
+    return f"{provider}: not loaded: unexpected {type(exc).__name__}: {exc}"
+
+
+def _load_one(con, entry: _Ready, mode: str, accept_drop: set[str]) -> Outcome:  # type: ignore[no-untyped-def]
+    from warehouse.alerts import Alert
+    from warehouse.load import load_run
+    from warehouse.volume import check, suspect_message
+
+    item, run = entry.item, entry.run
+    if run is None:
+        return _failed(con, entry, mode, entry.error or "failed")
+    instance = item.instance
+    assert instance is not None
+    drops = check(
+        con,
+        item.provider,
+        run.scopes,
+        carried=entry.carried,
+        expects=instance.expects,
+        scope_of=instance.scope_of,
+        share=entry.share,
+    )
+    accepted: list[Alert] = []
+    if drops and item.provider not in accept_drop:
+        message = f"{item.provider}: {suspect_message(item.provider, drops, entry.share)}"
+        outcome = _failed(con, entry, mode, message)
+        if outcome.run_id is not None:
+            outcome.alerts.append(Alert(outcome.run_id, item.provider, "suspect_drop", "error", message))
+        return outcome
+    summary = load_run(con, run)
+    if drops:
+        accepted.append(
+            Alert(
+                summary.run_id,
+                item.provider,
+                "drop_accepted",
+                "info",
+                f"{item.provider}: drop accepted (--accept-drop): " + "; ".join(d.describe() for d in drops),
+            )
+        )
+    return Outcome(
+        item.provider,
+        summary.status if summary.status != "skipped" else "skipped",
+        offers=summary.offers,
+        prices_changed=summary.prices_changed,
+        prices_closed=summary.prices_closed,
+        flags=summary.flags,
+        unknown=run.unknown_items,
+        bytes_downloaded=run.bytes_downloaded,
+        seconds=item.seconds,
+        run_id=summary.run_id,
+        error=summary.note if summary.status == "skipped" else None,
+        alerts=accepted,
+    )
+
+
+def _failed(con, entry: _Ready, mode: str, error: str) -> Outcome:  # type: ignore[no-untyped-def]
+    """Record a provider run that loaded nothing; if even that cannot be written, still report it."""
+    from warehouse.load import record_failure
+
+    item, fetcher = entry.item, entry.item.fetcher
+    downloaded = fetcher.bytes_downloaded if fetcher else 0
+    status = "skipped" if item.status == "skipped" else "failed"
+    run_id: int | None = None
+    try:
+        run_id = record_failure(
+            con,
+            provider=item.provider,
+            mode=mode,
+            started_at=item.started_at,
+            error=error,
+            status=status,
+            seconds=item.seconds,
+            bytes_downloaded=downloaded,
+            source_urls=sorted(set(fetcher.urls)) if fetcher else [],
+            raw=entry.raw,
+            scopes=entry.run.scopes if entry.run is not None else None,
+            offers=len({(r.region, r.instance_type) for r in entry.run.prices}) if entry.run is not None else 0,
+        )
+    except Exception as exc:
+        if is_interrupt(exc):
+            raise KeyboardInterrupt from None
+        error = f"{error} (and the failure could not be logged: {_reason(item.provider, exc)})"
+    return Outcome(item.provider, status, bytes_downloaded=downloaded, seconds=item.seconds, error=error, run_id=run_id)
 
 
 def _raise_alerts(con, outcomes: list[Outcome]) -> None:  # type: ignore[no-untyped-def]
@@ -410,5 +526,10 @@ def _raise_alerts(con, outcomes: list[Outcome]) -> None:  # type: ignore[no-unty
     for outcome in outcomes:
         if outcome.run_id is None:
             continue
-        outcome.alerts = check_run(con, outcome.run_id)
-        record(con, outcome.alerts)
+        try:
+            outcome.alerts = outcome.alerts + check_run(con, outcome.run_id)
+            record(con, outcome.alerts)
+        except Exception as exc:  # the prices are loaded; an alert that cannot be written is a note
+            if is_interrupt(exc):
+                raise KeyboardInterrupt from None
+            outcome.notes.append(f"alerts not recorded: {_reason(outcome.provider, exc)}")

@@ -2,12 +2,16 @@
 
 A parser fix then corrects the current prices without waiting for (or being able to reach) the
 upstream source: the stored bytes are re-parsed and loaded as a new run with the original
-observation time, through the same validation and the same one-transaction load.
+observation time, through the same validation and the same one-transaction load. A load at the
+same time replaces what the earlier parse wrote for that moment (``warehouse.load``), so the wrong
+figures leave no trace in the history.
 """
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -39,13 +43,30 @@ def _payloads(con, run_id: int) -> list[RawPayload]:  # type: ignore[no-untyped-
     return payloads
 
 
-def reparse(db_path: Path, providers: list[str] | None = None, *, dry_run: bool = False) -> list[Outcome]:
+def reparse(
+    db_path: Path,
+    providers: list[str] | None = None,
+    *,
+    dry_run: bool = False,
+    env: Mapping[str, str] | None = None,
+    accept_drop: Collection[str] = (),
+) -> list[Outcome]:
+    """Re-parse each provider's last successful run and load the result at its original observation time.
+
+    Providers are built from the same environment as ``refresh`` (``COSTOPT_AWS_REGIONS`` and the like;
+    no credential is needed to parse), and the result passes the same mass-disappearance guard: a
+    parser change that loses most of a source's offers is refused unless ``accept_drop`` names it.
+    """
+    from warehouse.alerts import Alert, record
     from warehouse.db import open_warehouse
     from warehouse.load import RunRecord, load_run
+    from warehouse.volume import check, min_share, suspect_message
 
     names = list(providers or NAMES)
-    for name in names:
+    for name in [*names, *accept_drop]:
         provider_class(name)
+    environ = os.environ if env is None else env
+    shares = {name: min_share(environ, name) for name in names}
     con = open_warehouse(db_path)
     outcomes: list[Outcome] = []
     try:
@@ -61,8 +82,9 @@ def reparse(db_path: Path, providers: list[str] | None = None, *, dry_run: bool 
             started, clock = datetime.now(UTC), time.monotonic()
             try:
                 payloads = _payloads(con, row)
-                provider = provider_class(name).from_env({}, replay=True)
+                provider = provider_class(name).from_env(environ, replay=True)
                 result, unknown, notes = parse_and_validate(provider, payloads)
+                counts, carried = provider.scope_counts(result)
             except CostoptError as exc:
                 outcomes.append(Outcome(name, "failed", error=exc.one_line()))
                 continue
@@ -76,6 +98,22 @@ def reparse(db_path: Path, providers: list[str] | None = None, *, dry_run: bool 
                         notes=[f"dry run of run {row}"],
                     )
                 )
+                continue
+            drops = check(
+                con,
+                name,
+                counts,
+                carried=carried,
+                expects=provider.expects,
+                scope_of=provider.scope_of,
+                share=shares[name],
+            )
+            if drops and name not in accept_drop:
+                message = f"{name}: re-parse of run {row} not loaded: {suspect_message(name, drops, shares[name])}"
+                outcomes.append(
+                    Outcome(name, "failed", error=message, alerts=[Alert(None, name, "suspect_drop", "error", message)])
+                )
+                record(con, outcomes[-1].alerts)
                 continue
             observed = min(p.fetched_at for p in payloads)
             # a re-parse keeps what the data is: a replayed recording stays derived/generated, with its vintage
@@ -97,6 +135,7 @@ def reparse(db_path: Path, providers: list[str] | None = None, *, dry_run: bool 
                     notes=f"re-parse of run {row}; " + "; ".join(notes),
                     seconds=time.monotonic() - clock,
                     parser_version=provider.parser_version,
+                    scopes=dict(counts),
                     data_origin=origin.kind,
                     figures_as_of=origin.figures_as_of,
                 ),
@@ -111,7 +150,8 @@ def reparse(db_path: Path, providers: list[str] | None = None, *, dry_run: bool 
                     flags=summary.flags,
                     unknown=unknown,
                     run_id=summary.run_id,
-                    error=summary.note,
+                    error=summary.note if summary.status != "ok" else None,
+                    notes=[summary.note] if summary.note else [],
                 )
             )
     finally:

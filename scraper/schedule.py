@@ -5,10 +5,18 @@ never overlap (``max_instances=1``); a run missed while the machine slept still 
 grace period; a little jitter keeps many installs from hitting the providers at the same second.
 SIGTERM or SIGINT lets a load in progress commit (each provider is one transaction), loads nothing
 more, and exits 0.
+
+Jitter rule: a random delay of up to ``--jitter`` seconds, never more than a tenth of the time
+between two firings; by default 120 s when runs are an hour or more apart and none below that, so
+``--every 2s`` fires every 2 s.
+
+The job is added without ``next_run_time`` unless ``--run-now``: in APScheduler 3.x passing
+``next_run_time=None`` adds the job *paused*, and a paused nightly job never fires.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import signal
 import sys
@@ -18,10 +26,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from warehouse.errors import UsageError
+from warehouse.errors import CostoptError, UsageError
 
 MISFIRE_GRACE_SECONDS = 6 * 3600
-JITTER_SECONDS = 120
+JITTER_SECONDS = 120  # default jitter when firings are at least JITTER_FROM_SECONDS apart
+JITTER_FROM_SECONDS = 3600
+JITTER_MAX_SHARE = 0.1  # jitter never exceeds this share of the time between two firings
+DEFAULT_CRON = "0 3 * * *"
 
 
 def parse_every(text: str) -> timedelta:
@@ -34,7 +45,8 @@ def parse_every(text: str) -> timedelta:
     return timedelta(seconds=value * {"s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)])
 
 
-def make_trigger(cron: str | None, every: str | None, timezone: str, jitter: int) -> Any:
+def make_trigger(cron: str | None, every: str | None, timezone: str, jitter: int | None = None) -> Any:
+    """The APScheduler trigger for ``--cron`` or ``--every``, with the jitter rule applied (see the module doc)."""
     from apscheduler.triggers.cron import CronTrigger
     from apscheduler.triggers.interval import IntervalTrigger
 
@@ -44,18 +56,48 @@ def make_trigger(cron: str | None, every: str | None, timezone: str, jitter: int
         tz = zoneinfo.ZoneInfo(timezone)
     except Exception:
         raise UsageError(f"unknown --timezone {timezone!r}; use an IANA name such as UTC or Europe/Berlin") from None
+    if jitter is not None and jitter < 0:
+        raise UsageError("--jitter must be 0 or more seconds")
     if every:
-        return IntervalTrigger(seconds=parse_every(every).total_seconds(), timezone=tz, jitter=jitter or None)
-    expression = cron or "0 3 * * *"
-    fields = expression.split()
-    if len(fields) != 5:
-        raise UsageError(f"--cron {expression!r} needs 5 fields: minute hour day month weekday, e.g. '0 3 * * *'")
-    try:
-        trigger = CronTrigger.from_crontab(expression, timezone=tz)
-    except ValueError as exc:
-        raise UsageError(f"--cron {expression!r}: {exc}") from None
-    trigger.jitter = jitter or None
+        trigger = IntervalTrigger(seconds=parse_every(every).total_seconds(), timezone=tz)
+    else:
+        expression = cron or DEFAULT_CRON
+        fields = expression.split()
+        if len(fields) != 5:
+            raise UsageError(f"--cron {expression!r} needs 5 fields: minute hour day month weekday, e.g. '0 3 * * *'")
+        try:
+            trigger = CronTrigger.from_crontab(expression, timezone=tz)
+        except ValueError as exc:
+            raise UsageError(f"--cron {expression!r}: {exc}") from None
+        if trigger.get_next_fire_time(None, datetime.now(UTC)) is None:
+            raise UsageError(f"--cron {expression!r} never fires")
+    trigger.jitter = effective_jitter(jitter, shortest_gap(trigger)) or None
     return trigger
+
+
+def shortest_gap(trigger: Any, firings: int = 12) -> float:
+    """Seconds between the closest two of the trigger's next firings (its interval, for --every)."""
+    interval = getattr(trigger, "interval", None)
+    if isinstance(interval, timedelta):
+        return interval.total_seconds()
+    times: list[datetime] = []
+    previous = None
+    now = datetime.now(UTC)
+    for _ in range(firings):
+        nxt = trigger.get_next_fire_time(previous, previous or now)
+        if nxt is None:
+            break
+        times.append(nxt)
+        previous = nxt
+    gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(times)]
+    return min(gaps) if gaps else float(JITTER_FROM_SECONDS)
+
+
+def effective_jitter(requested: int | None, gap_seconds: float) -> int:
+    """The jitter rule: default 120 s for runs >= 1 h apart, else 0; never over a tenth of the gap."""
+    default = JITTER_SECONDS if gap_seconds >= JITTER_FROM_SECONDS else 0
+    wanted = default if requested is None else requested
+    return int(min(wanted, gap_seconds * JITTER_MAX_SHARE))
 
 
 class Schedule:
@@ -74,6 +116,8 @@ class Schedule:
         self.last_code = 0
         self.runs = 0
         self.scheduler = BlockingScheduler(timezone=UTC)
+        # next_run_time=None would add the job paused (APScheduler 3.x): leave it out unless running now
+        first: dict[str, Any] = {"next_run_time": datetime.now(UTC)} if run_now else {}
         self.scheduler.add_job(
             self._run,
             trigger,
@@ -82,7 +126,7 @@ class Schedule:
             coalesce=True,
             max_instances=1,
             misfire_grace_time=MISFIRE_GRACE_SECONDS,
-            next_run_time=datetime.now(UTC) if run_now else None,
+            **first,
         )
 
     def _run(self) -> None:
@@ -93,10 +137,16 @@ class Schedule:
             self.last_code = self.job(self.stop)
             self.runs += 1
         except Exception as exc:  # a crashed run is logged; the schedule goes on
-            self.log(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} run failed: {type(exc).__name__}: {exc}")
+            reason = exc.one_line() if isinstance(exc, CostoptError) else f"{type(exc).__name__}: {exc}"
+            self.log(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} run failed: {reason}")
             self.last_code = 1
+            self.runs += 1
         finally:
             self.idle.set()
+        upcoming = self.next_run()
+        if upcoming is not None and not self.stop.is_set():
+            when = upcoming.astimezone(UTC)
+            self.log(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} next run at {when:%Y-%m-%dT%H:%M:%SZ}")
 
     def request_stop(self, signum: int | None = None, _frame: object = None) -> None:
         name = signal.Signals(signum).name if signum else "stop"
@@ -128,7 +178,7 @@ def serve(
     providers: list[str] | None,
     notify: str | None,
     keep_raw_days: int | None,
-    jitter: int = JITTER_SECONDS,
+    jitter: int | None = None,
 ) -> int:
     from scraper.job import run_job
 
@@ -142,10 +192,14 @@ def serve(
         )
         return code
 
-    schedule = Schedule(job, make_trigger(cron, every, timezone, jitter), run_now=run_now, log=log)
-    what = f"every {every}" if every else f"cron '{cron or '0 3 * * *'}' ({timezone})"
+    trigger = make_trigger(cron, every, timezone, jitter)
+    schedule = Schedule(job, trigger, run_now=run_now, log=log)
+    what = f"every {every}" if every else f"cron '{cron or DEFAULT_CRON}' ({timezone})"
+    now = datetime.now(UTC)
+    planned = make_trigger(cron, every, timezone, 0).get_next_fire_time(None, now)  # without the random part
+    first = "now" if run_now else f"at {planned.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
     log(
-        f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} costopt schedule: refreshing {db_path} {what}"
-        + (", first run now" if run_now else "")
+        f"{now:%Y-%m-%dT%H:%M:%SZ} costopt schedule: refreshing {db_path} {what}, "
+        f"jitter up to {trigger.jitter or 0}s; first run {first}"
     )
     return schedule.serve()

@@ -13,6 +13,27 @@ from warehouse.records import PriceRecord
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "reference"
 T0 = datetime(2026, 11, 1, 3, 0, tzinfo=UTC)
+CRON_SCHEDULE = pytest.StashKey[object]()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that wait for the wall clock run last: what they wait for overlaps the rest of the suite."""
+    items.sort(key=lambda item: item.get_closest_marker("wallclock") is not None)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the real cron schedule now, if its test is going to run (see tests/ops/wallclock.py)."""
+    if any(item.get_closest_marker("wallclock") for item in session.items):
+        from tests.ops import wallclock
+
+        session.config.stash[CRON_SCHEDULE] = wallclock.start()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    schedule = session.config.stash.get(CRON_SCHEDULE, None)
+    if schedule is not None:
+        schedule.stop()  # type: ignore[attr-defined]
+        schedule.remove()  # type: ignore[attr-defined]
 
 
 @pytest.fixture(autouse=True)

@@ -1,25 +1,44 @@
-"""Opening the warehouse: locks, migrations, and refusing files we must not touch.
+"""Opening the warehouse: locks, migrations, the session time zone, and refusing files we must not touch.
 
 DuckDB lets one process write a file at a time, and a read-write holder blocks readers too. So the
 writers (refresh, schedule) open the file only for the seconds of a load, and everybody retries a
 held lock with backoff for a bounded time before giving up with a message naming the holder.
+
+Every connection pins DuckDB's session ``TimeZone`` to UTC. DuckDB otherwise takes the host's zone,
+and then ``date_trunc('day', ...)``, ``::DATE``, ``strftime`` and the Python datetimes it returns
+all shift: day buckets, labels and export partitions would depend on where the command ran.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
+import weakref
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from warehouse.errors import WarehouseError, WarehouseLocked
+from warehouse.errors import WarehouseError, WarehouseLocked, from_duckdb, is_duckdb_error
 from warehouse.migrations import LATEST, MIGRATIONS
 
 if TYPE_CHECKING:
     import duckdb
 
 LOCK_WAIT_SECONDS = 30.0
+SESSION_TIMEZONE = "UTC"
+_OPEN: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()  # for interrupt_all
+
+
+def interrupt_all() -> None:
+    """Interrupt whatever query each connection of this process is running (thread-safe).
+
+    DuckDB notices a Ctrl-C on its own only between large units of work, which can take seconds
+    to minutes (a scan of a big range); ``interrupt()`` from another thread stops it at once.
+    """
+    for con in list(_OPEN):
+        with contextlib.suppress(Exception):
+            con.interrupt()
 
 
 def _is_lock_error(message: str) -> bool:
@@ -53,7 +72,7 @@ def connect(
     told = False
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only)
+            con = duckdb.connect(str(path), read_only=read_only)
         except duckdb.Error as exc:
             message = str(exc)
             if _is_lock_error(message):
@@ -72,20 +91,34 @@ def connect(
                 raise WarehouseError(
                     f"{path} is not a costopt warehouse (not a valid DuckDB file); left untouched"
                 ) from None
+            damaged = from_duckdb(exc, path)
+            if damaged.hint:
+                raise damaged from None
             raise WarehouseError(f"cannot open {path}: {message.splitlines()[0]}") from None
+        try:
+            con.execute(f"SET TimeZone = '{SESSION_TIMEZONE}'")
+        except duckdb.Error as exc:
+            con.close()
+            raise from_duckdb(exc, path) from None
+        _OPEN.add(con)
+        return con
+
+
+def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> object:
+    """One value, fetched to the end: DuckDB 2.0 refuses relation-API work (``con.sql``) on a
+    connection whose last result was not read to its end, so nothing here leaves one open."""
+    rows = con.execute(sql).fetchall()
+    return rows[0][0] if rows else None
 
 
 def schema_version(con: duckdb.DuckDBPyConnection) -> int:
-    exists = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'"
-    ).fetchone()
-    if not exists or not exists[0]:
-        tables = con.execute("SELECT count(*) FROM information_schema.tables").fetchone()
-        if tables and tables[0]:
+    exists = _scalar(con, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'")
+    if not exists:
+        if _scalar(con, "SELECT count(*) FROM information_schema.tables"):
             raise WarehouseError("the database has tables but no costopt schema record; refusing to touch it")
         return 0
-    row = con.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
-    return int(row[0]) if row else 0
+    version = _scalar(con, "SELECT coalesce(max(version), 0) FROM schema_migrations")
+    return int(version) if isinstance(version, int) else 0
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
@@ -111,8 +144,9 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
         if version == 0:
             _load_gpus(con)
         con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
+    except BaseException:  # Ctrl-C included: a migration is applied whole or not at all
+        with contextlib.suppress(Exception):
+            con.execute("ROLLBACK")
         raise
     return LATEST
 
@@ -172,12 +206,13 @@ def open_warehouse(
                 raise WarehouseError(f"the warehouse at {path} needs migrating; open it read-write once")
         else:
             migrate(con)
-    except Exception:
+    except Exception as exc:
         con.close()
+        if is_duckdb_error(exc):
+            raise from_duckdb(exc, path) from None
         raise
     return con
 
 
 def has_prices(con: duckdb.DuckDBPyConnection) -> bool:
-    row = con.execute("SELECT count(*) FROM scrape_runs WHERE status = 'ok'").fetchone()
-    return bool(row and row[0])
+    return bool(_scalar(con, "SELECT count(*) FROM scrape_runs WHERE status = 'ok'"))

@@ -62,3 +62,48 @@ class MissingCredentials(CostoptError):
 
 class ValidationError(CostoptError):
     """Parsed records break an invariant (price <= 0, unknown GPU, duplicate key)."""
+
+
+class Interrupted(CostoptError):
+    """Ctrl-C (SIGINT). Every load is one transaction, so nothing is half-written; exit 130 as shells expect."""
+
+    exit_code = 130
+
+
+def is_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Ctrl-C, including the form DuckDB gives it.
+
+    DuckDB consumes SIGINT while a query runs and raises ``RuntimeError("Query interrupted")``
+    instead of ``KeyboardInterrupt`` (or ``duckdb.InterruptException`` when the CLI's Ctrl-C watcher
+    interrupted it); code that isolates failures with ``except Exception`` must not mistake that for
+    an ordinary error and carry on.
+    """
+    if isinstance(exc, KeyboardInterrupt | Interrupted):
+        return True
+    if type(exc).__name__ == "InterruptException" and is_duckdb_error(exc):  # connection.interrupt()
+        return True
+    return type(exc) is RuntimeError and "interrupted" in str(exc).lower()
+
+
+def is_duckdb_error(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from DuckDB (checked by module, so callers need not import duckdb)."""
+    return type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb")
+
+
+DAMAGED_MARKERS = ("could not read enough bytes", "corrupt", "checksum", "not a valid duckdb", "invalid block")
+
+
+def from_duckdb(exc: BaseException, path: object = None) -> WarehouseError:
+    """A DuckDB error met while reading or writing the warehouse, as one line with what to do.
+
+    DuckDB reads a file's blocks lazily, so a truncated or damaged file may open fine and fail
+    on the first query that touches a missing block ("Could not read enough bytes").
+    """
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    where = f" {path}" if path else ""
+    if any(marker in first.lower() for marker in DAMAGED_MARKERS):
+        return WarehouseError(
+            f"the warehouse file{where} is damaged or truncated: {first}",
+            hint="restore it from a backup, or move it aside and run `costopt refresh` to build a new one",
+        )
+    return WarehouseError(f"warehouse error{where}: {first}")

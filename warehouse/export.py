@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from warehouse.errors import UsageError
+from warehouse.errors import UsageError, is_duckdb_error, is_interrupt
 
 if TYPE_CHECKING:
     import duckdb
@@ -63,41 +63,76 @@ GPU_COLUMNS = (
 
 
 def export_parquet(con: duckdb.DuckDBPyConnection, target: Path) -> dict[str, int]:
-    """Write ``target/price_history/provider=*/date=*/*.parquet`` plus runs and GPUs; return row counts."""
-    if target.exists() and any(target.iterdir()) and not (target / "price_history").is_dir():
+    """Write ``target/price_history/provider=*/date=*/*.parquet`` plus runs and GPUs; return row counts.
+
+    ``date=`` is the UTC day of ``valid_from`` (the session time zone is UTC). A target that is a
+    file, a directory that is not an earlier export, or a place that cannot be written is a one-line
+    error, and nothing is left behind.
+    """
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{target} is a file, not a directory; --parquet takes a directory to write")
+    try:
+        foreign = target.exists() and any(target.iterdir()) and not (target / "price_history").is_dir()
+    except OSError as exc:
+        raise UsageError(f"cannot read {target}: {exc.strerror or exc}") from None
+    if foreign:
         raise UsageError(f"{target} exists and is not a costopt export; choose an empty or new directory")
     staging = target.with_name(f".{target.name}.part")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
     try:
-        con.execute(
-            f"""COPY (SELECT {", ".join(PRICE_COLUMNS)}, strftime(valid_from, '%Y-%m-%d') AS date
-                      FROM price_history ORDER BY provider, valid_from)
-                TO '{_sql_path(staging / "price_history")}'
-                (FORMAT parquet, PARTITION_BY (provider, date), COMPRESSION zstd)"""
-        )
-        con.execute(
-            f"COPY (SELECT {', '.join(RUN_COLUMNS)} FROM scrape_runs ORDER BY run_id) "
-            f"TO '{_sql_path(staging / 'scrape_runs.parquet')}' (FORMAT parquet)"
-        )
-        con.execute(
-            f"COPY (SELECT {', '.join(GPU_COLUMNS)} FROM gpus ORDER BY name) "
-            f"TO '{_sql_path(staging / 'gpus.parquet')}' (FORMAT parquet)"
-        )
-        counts = {
-            "price_history": con.execute("SELECT count(*) FROM price_history").fetchall()[0][0],
-            "scrape_runs": con.execute("SELECT count(*) FROM scrape_runs").fetchall()[0][0],
-            "gpus": con.execute("SELECT count(*) FROM gpus").fetchall()[0][0],
-        }
-        old = target.with_name(f".{target.name}.old")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+    except OSError as exc:
+        raise UsageError(f"cannot write the export next to {target}: {exc.strerror or exc}") from None
+    try:
+        _write(con, target, staging)
+    except BaseException as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+        if is_duckdb_error(exc) and not is_interrupt(exc):
+            raise UsageError(f"cannot write {target}: {str(exc).splitlines()[0]}") from None
+        raise
+    return _counts(con)
+
+
+def _counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    return {
+        "price_history": con.execute("SELECT count(*) FROM price_history").fetchall()[0][0],
+        "scrape_runs": con.execute("SELECT count(*) FROM scrape_runs").fetchall()[0][0],
+        "gpus": con.execute("SELECT count(*) FROM gpus").fetchall()[0][0],
+    }
+
+
+def _write(con: duckdb.DuckDBPyConnection, target: Path, staging: Path) -> None:
+    con.execute(
+        f"""COPY (SELECT {", ".join(PRICE_COLUMNS)}, strftime(valid_from, '%Y-%m-%d') AS date
+                  FROM price_history ORDER BY provider, valid_from)
+            TO '{_sql_path(staging / "price_history")}'
+            (FORMAT parquet, PARTITION_BY (provider, date), COMPRESSION zstd)"""
+    )
+    con.execute(
+        f"COPY (SELECT {', '.join(RUN_COLUMNS)} FROM scrape_runs ORDER BY run_id) "
+        f"TO '{_sql_path(staging / 'scrape_runs.parquet')}' (FORMAT parquet)"
+    )
+    con.execute(
+        f"COPY (SELECT {', '.join(GPU_COLUMNS)} FROM gpus ORDER BY name) "
+        f"TO '{_sql_path(staging / 'gpus.parquet')}' (FORMAT parquet)"
+    )
+    # swap in: the previous export steps aside, the new one takes its name, and an interruption
+    # between the two renames puts the previous one back
+    old = target.with_name(f".{target.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    moved = False
+    try:
         if target.exists():
             os.replace(target, old)
+            moved = True
         os.replace(staging, target)
-        shutil.rmtree(old, ignore_errors=True)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        if moved and not target.exists():
+            os.replace(old, target)
         raise
-    return counts
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _sql_path(path: Path) -> str:

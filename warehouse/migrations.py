@@ -211,6 +211,28 @@ ALTER TABLE raw_payloads ADD COLUMN scope VARCHAR[];
 
 MIGRATIONS.append(
     (
+        3,
+        "source counts per run; no zero-length intervals",
+        """
+-- How many offers each source of a provider gave in each run (a scope: an AWS region's price file,
+-- the spot feed, the Spot Advisor, an Azure region and pricing kind, a Vast.ai pricing kind, ...).
+-- The mass-disappearance guard compares a run's counts with the last good run's.
+CREATE TABLE run_scopes (
+    run_id BIGINT NOT NULL,
+    provider VARCHAR NOT NULL,
+    scope VARCHAR NOT NULL,
+    offers INTEGER NOT NULL,             -- priced offers read from the source (Vast.ai: listings)
+    PRIMARY KEY (run_id, scope)
+);
+-- A reload at the same observation time (costopt reparse) used to close the open interval at T and
+-- open another at T: the [T, T) intervals it left were never in force, yet counted for day T.
+DELETE FROM prices WHERE valid_to IS NOT NULL AND valid_to <= valid_from;
+""",
+    )
+)
+
+MIGRATIONS.append(
+    (
         4,
         "price provenance and marketplace listings",
         """

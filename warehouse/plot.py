@@ -10,6 +10,7 @@ matplotlib is an optional extra (``pip install 'costopt[plot]'``); without it th
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from datetime import date, timedelta
 from pathlib import Path
@@ -121,8 +122,19 @@ def plot_history(daily: list[dict[str, Any]], gpu: str, target: Path) -> None:
         footer.append(f"scraped by costopt: {min(scraped):%Y-%m-%d}..{max(scraped):%Y-%m-%d}")
     fig.text(0.01, 0.01, "; ".join(footer) + "; UTC days", fontsize=7.5, color="dimgray")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
-    target.parent.mkdir(parents=True, exist_ok=True)
     part = target.with_name(target.name + ".part.png")
-    fig.savefig(part, format="png")
-    plt.close(fig)
-    part.replace(target)
+    try:
+        if target.is_dir():
+            raise UsageError(f"--plot {target} is a directory; give a file name such as h100.png")
+        blocking = next((d for d in [target.parent, *target.parent.parents] if d.exists() and not d.is_dir()), None)
+        if blocking is not None:
+            raise UsageError(f"cannot write the chart to {target}: {blocking} is a file, not a directory")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(part, format="png")
+        part.replace(target)
+    except OSError as exc:
+        raise UsageError(f"cannot write the chart to {target}: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)
+        with contextlib.suppress(OSError):  # after an error or Ctrl-C, no half-written chart is left
+            part.unlink(missing_ok=True)

@@ -24,7 +24,11 @@ def run_read_only(con: duckdb.DuckDBPyConnection, query: str) -> tuple[list[str]
         if cursor.description is None:
             return [], []
         columns = [d[0] for d in cursor.description]
-        data = cursor.fetchall()
+        try:
+            data = cursor.fetchall()
+        except (ValueError, OverflowError, TypeError):
+            # a value Python cannot hold (a date beyond year 9999 on older DuckDB releases): as DuckDB's text
+            data = con.execute(f"SELECT COLUMNS(*)::VARCHAR FROM ({query.strip().rstrip(';')})").fetchall()
     except duckdb.Error as exc:
         message = str(exc).splitlines()[0]
         if "read-only" in message or "read only" in message:

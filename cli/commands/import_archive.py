@@ -54,19 +54,18 @@ def import_command(
     import sys
 
     from cli.output import emit, note
-    from cli.warehouse_access import ensure_prices, resolve_db
+    from cli.warehouse_access import ensure_prices
     from scraper.archive.importer import import_archive
 
     def stop(_signum: int, _frame: object) -> None:
         raise KeyboardInterrupt  # SIGTERM as Ctrl-C: staging removed, nothing loaded, exit 130
 
     signal.signal(signal.SIGTERM, stop)
-    target = resolve_db(db)
     if bundled == (clone is not None):
         from warehouse.errors import UsageError
 
         raise UsageError("give a clone to import, or --bundled for the history bundled with costopt (not both)")
-    ensure_prices(target)  # a fresh warehouse gets the bundled snapshot and history first, as for every command
+    target = ensure_prices(db)  # the default warehouse gets the bundled snapshot and history first
     if clone is None:
         from cli.warehouse_access import ensure_history
 

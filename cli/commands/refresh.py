@@ -21,6 +21,14 @@ NotifyOption = Annotated[str | None, typer.Option("--notify", help="POST a JSON 
 KeepRawOption = Annotated[
     int | None, typer.Option("--keep-raw-days", min=0, help="Delete stored raw payloads older than N days.")
 ]
+AcceptDropOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--accept-drop",
+        help="Load this provider even if a source answers with far fewer offers than its last good run "
+        "(a confirmed real change; repeatable).",
+    ),
+]
 
 
 def refresh_command(
@@ -28,12 +36,14 @@ def refresh_command(
     replay: ReplayOption = None,
     notify: NotifyOption = None,
     keep_raw_days: KeepRawOption = None,
+    accept_drop: AcceptDropOption = None,
     db: DbOption = None,
     format: FormatOption = Format.table,
 ) -> None:
     """Fetch current prices from every provider concurrently and load them.
 
-    Exit 0: all loaded; 1: a provider failed (its previous prices are kept); 3: loaded with warnings.
+    Exit 0: all loaded; 1: a provider failed or answered with suspiciously few offers (its previous
+    prices are kept); 3: loaded with warnings; 2: bad input; 130: interrupted.
     """
     import sys
 
@@ -51,6 +61,7 @@ def refresh_command(
         keep_raw_days=keep_raw_days,
         progress=progress,
         log=None if format is not Format.table else _quiet,
+        accept_drop=accept_drop or (),
     )
     rows = [o.as_dict() for o in outcomes]
     emit(
@@ -64,7 +75,7 @@ def refresh_command(
         if o.status != "ok" and o.error:
             note(f"costopt: {o.provider} {o.status}: {o.error}")
         for alert in o.alerts:
-            if alert.severity != "info":
+            if alert.severity != "info" and alert.message != o.error:  # a suspect drop is said once
                 note(f"costopt: {alert.severity}: {alert.message}")
     if code:
         raise typer.Exit(code)

@@ -15,21 +15,43 @@ def schedule_command(
     every: Annotated[str | None, typer.Option("--every", help="A fixed interval instead of cron: 6h, 30m.")] = None,
     timezone: Annotated[str, typer.Option("--timezone", help="Time zone of the cron expression.")] = "UTC",
     run_now: Annotated[bool, typer.Option("--run-now", help="Also run once right away.")] = False,
-    jitter: Annotated[int, typer.Option("--jitter", min=0, help="Random delay up to N seconds per run.")] = 120,
+    jitter: Annotated[
+        int | None,
+        typer.Option(
+            "--jitter",
+            min=0,
+            help="Random delay up to N seconds per run, at most a tenth of the time between runs "
+            "(default 120 for runs an hour or more apart, else 0).",
+            show_default=False,
+        ),
+    ] = None,
     provider: ProvidersOption = None,
     replay: ReplayOption = None,
     notify: NotifyOption = None,
     keep_raw_days: KeepRawOption = None,
     db: DbOption = None,
 ) -> None:
-    """Run the refresh nightly (or every N hours) until stopped; SIGTERM finishes the load in progress, exits 0."""
+    """Run the refresh nightly (or every N hours) until stopped; SIGTERM finishes the load in progress, exits 0.
+
+    The first run is at the first cron time (or one interval from now) unless --run-now. A suspect drop
+    in offers is refused every night until a person confirms it once with
+    `costopt refresh --provider NAME --accept-drop NAME` on the same warehouse.
+    """
     from cli.warehouse_access import resolve_db
     from scraper.schedule import make_trigger, serve
     from warehouse.errors import UsageError
 
     if cron and every:
         raise UsageError("give --cron or --every, not both")
+    from scraper.providers import NAMES
+    from scraper.refresh import check_config
+
     make_trigger(cron, every, timezone, jitter)  # bad input fails now, not at 3 a.m.
+    check_config(list(provider or NAMES), replay=replay)
+    if notify:
+        from scraper.notify import check_url
+
+        check_url(notify)
     code = serve(
         resolve_db(db),
         cron=cron,

@@ -102,10 +102,24 @@ class AwsProvider(Provider):
         ADVISOR_VAR: "https://spot-bid-advisor.s3.amazonaws.com",
     }
 
+    config_vars: ClassVar[tuple[str, ...]] = (REGIONS_VAR,)
+
     @property
     def regions(self) -> tuple[str, ...]:
         """Configured regions; a bad ``COSTOPT_AWS_REGIONS`` fails this provider only, not the run."""
         return regions_from_env(self.env)
+
+    def scope_of(self, region: str, pricing: str) -> str:
+        """Per region: its price file, its part of the spot feed, its part of the Spot Advisor.
+
+        Counted per region (not per feed) so that a region vanishing from a feed is caught, and so
+        that configuring fewer regions is not mistaken for a feed that shrank.
+        """
+        return f"{pricing}/{region}"
+
+    def expects(self, scope: str) -> bool:
+        _, _, region = scope.partition("/")
+        return not region or region in self.regions
 
     # --- fetch -----------------------------------------------------------------------------------
 

@@ -13,7 +13,9 @@ cheap checks run before any CSV parsing:
 
 Both are necessary conditions only; the real filter then runs on the parsed row, by column name
 (never position, since AWS adds columns). Rows are one physical line each: the offer files have no
-quoted newlines; a line whose field count does not match the header is counted as malformed.
+quoted newlines; a line whose field count does not match the header is counted as malformed, except
+an unterminated last line, which means the download was cut short (a ParseError: half a region's
+rows must not look like half its offers vanished).
 
 The filter (gpuhunt ``PRICING_FILTERS``, SkyPilot, ec2instances.info): TermType=OnDemand,
 Tenancy=Shared, Operating System=Linux, CapacityStatus=Used, Unit=Hrs, Currency=USD,
@@ -157,6 +159,12 @@ def _rows(
     lines = 0
     for line in handle:
         lines += 1
+        if not line.endswith(b"\n") and len(next(csv.reader([line.decode("utf-8", "replace")]), [])) != width:
+            # the offer files end with a newline: a last line that stops mid-row is a download cut short
+            raise ParseError(
+                f"aws: the offer file for {region or 'a region'} ends in the middle of a row after {lines} lines "
+                "(truncated download)"
+            )
         at = line.find(BOX)
         if at < 0:
             continue

@@ -72,48 +72,87 @@ def spot_price(value: Any) -> float | None:
 def spot_prices(
     data: Any, source: str, regions: Collection[str], wanted: Callable[[str], bool]
 ) -> Iterator[tuple[str, str, float]]:
-    """(region code, size, Linux USD/hour) for every wanted size with a price, in configured regions."""
+    """(region code, size, Linux USD/hour) for every wanted size with a price, in configured regions.
+
+    A feed with no region at all, or whose configured regions hold no size or no Linux price column
+    anywhere, has changed shape (or is a stub) and is a ParseError, never an empty spot market.
+    "N/A" prices are normal (no capacity) and count as read.
+    """
     try:
         feed_regions = data["config"]["regions"]
     except (KeyError, TypeError):
         raise ParseError(f"aws: {source}: spot feed has no config.regions") from None
     if not isinstance(feed_regions, list):
         raise ParseError(f"aws: {source}: spot feed config.regions is not a list")
+    if not feed_regions:
+        raise ParseError(f"aws: {source}: spot feed lists no region at all (an empty feed, not an empty market)")
+    ours = sizes = columns = 0
     for region in feed_regions:
         if not isinstance(region, dict):
             continue
         code = region_code(str(region.get("region", "")))
         if code not in regions:
             continue
+        ours += 1
         for group in region.get("instanceTypes") or []:
             for size in (group or {}).get("sizes") or []:
                 name = (size or {}).get("size")
-                if not isinstance(name, str) or not wanted(name):
+                if not isinstance(name, str):
+                    continue
+                sizes += 1
+                if not wanted(name):
                     continue
                 linux = next(
                     (c for c in size.get("valueColumns") or [] if isinstance(c, dict) and c.get("name") == "linux"),
                     None,
                 )
-                price = spot_price(((linux or {}).get("prices") or {}).get("USD"))
+                if linux is None:
+                    continue
+                columns += 1
+                price = spot_price((linux.get("prices") or {}).get("USD"))
                 if price is not None:
                     yield code, name, price
+    if ours and not sizes:
+        raise ParseError(f"aws: {source}: no instance sizes under the configured regions (the feed's shape changed)")
+    if sizes and not columns:
+        raise ParseError(f"aws: {source}: no GPU size has a 'linux' price column (the feed's shape changed)")
 
 
 def advisor_entries(
     data: Any, source: str, regions: Collection[str], wanted: Callable[[str], bool]
 ) -> Iterator[tuple[str, str, float | None, int]]:
-    """(region, type, savings %, bucket index) for Linux entries of wanted types in configured regions."""
+    """(region, type, savings %, bucket index) for Linux entries of wanted types in configured regions.
+
+    An Advisor document with no region at all, or whose configured regions have no Linux table or
+    no readable bucket anywhere, has changed shape (or is a stub): a ParseError, never "no risk data".
+    """
     try:
         advisor = data["spot_advisor"]
     except (KeyError, TypeError):
         raise ParseError(f"aws: {source}: Spot Advisor data has no spot_advisor") from None
     if not isinstance(advisor, dict):
         raise ParseError(f"aws: {source}: spot_advisor is not an object")
+    if not advisor:
+        raise ParseError(f"aws: {source}: Spot Advisor data lists no region at all (an empty document)")
+    ours = linux_tables = entries = readable = 0
     for region, systems in advisor.items():
         if region not in regions or not isinstance(systems, dict):
             continue
-        for instance_type, entry in (systems.get("Linux") or {}).items():
-            if not wanted(instance_type) or not isinstance(entry, dict) or "r" not in entry:
+        ours += 1
+        table = systems.get("Linux")
+        if not isinstance(table, dict):
+            continue
+        linux_tables += 1
+        for instance_type, entry in table.items():
+            if not wanted(instance_type):
                 continue
+            entries += 1
+            if not isinstance(entry, dict) or not isinstance(entry.get("r"), int | float):
+                continue
+            readable += 1
             savings = entry.get("s")
             yield region, instance_type, float(savings) if isinstance(savings, int | float) else None, int(entry["r"])
+    if ours and not linux_tables:
+        raise ParseError(f"aws: {source}: no 'Linux' table under the configured regions (the document's shape changed)")
+    if entries and not readable:
+        raise ParseError(f"aws: {source}: no GPU entry has an 'r' interruption bucket (the document's shape changed)")

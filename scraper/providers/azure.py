@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
-from scraper.base import ParseResult, Provider, RawPayload, regions_from
+from scraper.base import ParseResult, Provider, RawPayload, regions_from, require_fields
 from warehouse.errors import ParseError
 from warehouse.records import PriceRecord
 
@@ -60,6 +60,17 @@ DEFAULT_REGIONS: tuple[str, ...] = (
     "japaneast",
 )
 _REGION = re.compile(r"^[a-z]+[a-z0-9]*$")
+# fields of a price row the parser reads; a page where no row has one of them has changed shape
+ITEM_FIELDS: tuple[tuple[str, ...], ...] = (
+    ("armSkuName",),
+    ("armRegionName",),
+    ("retailPrice",),
+    ("type",),
+    ("serviceName",),
+    ("productName",),
+    ("skuName", "meterName"),
+    ("unitOfMeasure",),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +138,11 @@ def region_filter(region: str) -> str:
 
 
 def page_of(payload: RawPayload) -> tuple[list[Any], str | None]:
-    """(Items, NextPageLink) of one response; ParseError when it is not a Retail Prices page."""
+    """(Items, NextPageLink) of one response; ParseError when it is not a Retail Prices page.
+
+    The envelope always carries ``NextPageLink`` (null on the last page). A page without the key has
+    changed shape: reading on as if it were the last page would drop every later page's prices.
+    """
     try:
         data = json.loads(payload.text())
     except (ValueError, UnicodeDecodeError) as exc:
@@ -135,6 +150,8 @@ def page_of(payload: RawPayload) -> tuple[list[Any], str | None]:
     if not isinstance(data, dict) or not isinstance(data.get("Items"), list):
         shape = f"keys {sorted(data)[:8]}" if isinstance(data, dict) else type(data).__name__
         raise ParseError(f"azure: {payload.url} has no 'Items' list ({shape})")
+    if "NextPageLink" not in data:  # always there, null on the last page: without it the walk would stop early
+        raise ParseError(f"azure: {payload.url} has no 'NextPageLink' (keys {sorted(data)[:8]}): the envelope changed")
     link = data.get("NextPageLink")
     return data["Items"], link if isinstance(link, str) and link else None
 
@@ -144,9 +161,19 @@ class AzureProvider(Provider):
     parser_version: ClassVar[str] = "1"
     base_urls: ClassVar[dict[str, str]] = {URL_VARIABLE: "https://prices.azure.com"}
 
+    config_vars: ClassVar[tuple[str, ...]] = (REGIONS_VARIABLE,)
+
     @property
     def url(self) -> str:
         return self.base_url(URL_VARIABLE) + PRICES_PATH
+
+    def scope_of(self, region: str, pricing: str) -> str:
+        """Each region is its own query (its own pages), priced on demand and spot."""
+        return f"{pricing}/{region}"
+
+    def expects(self, scope: str) -> bool:
+        _, _, region = scope.partition("/")
+        return not region or region in regions_from_env(self.env)
 
     def _on_our_host(self, link: str) -> str:
         """The NextPageLink with its scheme and host replaced by the configured base URL."""
@@ -187,6 +214,7 @@ class AzureProvider(Provider):
         rows = 0
         for payload in payloads:
             items, _ = page_of(payload)
+            require_fields(items, ITEM_FIELDS, self.name, payload.url)
             rows += len(items)
             for item in items:
                 row = self._row(item, result)

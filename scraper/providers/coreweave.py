@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 
-from scraper.base import ParseResult, Provider, RawPayload
+from scraper.base import ParseResult, Provider, RawPayload, require_whole_html
 from warehouse.errors import ParseError
 from warehouse.records import PriceRecord
 
@@ -246,6 +246,7 @@ class CoreWeaveProvider(Provider):
 
     def _parse_page(self, payload: RawPayload, result: ParseResult) -> None:
         markup = payload.path.read_bytes() if payload.path is not None else payload.body
+        require_whole_html(markup, self.name, payload.url)
         soup = BeautifulSoup(markup, "html.parser")
         rows = self._gpu_rows(soup, payload.url)
         seen: dict[tuple[str, str], _Row] = {}

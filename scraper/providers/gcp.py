@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from scraper.base import ParseResult, Provider, RawPayload
+from scraper.base import ParseResult, Provider, RawPayload, require_fields
 from scraper.providers.gcp_machines import MACHINES, GcpMachine
 from scraper.providers.gcp_skus import PriceTable, build_table
 from warehouse.errors import MissingCredentials, ParseError
@@ -35,6 +35,14 @@ KEY_VARIABLE = "COSTOPT_GCP_API_KEY"
 PAGE_SIZE = 5000  # the API's maximum
 MAX_PAGES = 100  # Compute Engine has tens of thousands of SKUs: ~10 pages; more means a token loop
 PRICINGS = ("on_demand", "spot")
+# fields of a SKU the parser reads; a page where no SKU has one of them has changed shape
+SKU_FIELDS: tuple[tuple[str, ...], ...] = (
+    ("skuId",),
+    ("description",),
+    ("category",),
+    ("serviceRegions",),
+    ("pricingInfo",),
+)
 
 
 def skus_of(payload: RawPayload) -> tuple[list[Any], str | None]:
@@ -53,6 +61,9 @@ def skus_of(payload: RawPayload) -> tuple[list[Any], str | None]:
     skus = data.get("skus", [])
     if not isinstance(skus, list):
         raise ParseError(f"gcp: {payload.url} has 'skus' that is not a list")
+    paging = [k for k in data if k != "nextPageToken" and any(w in k.lower() for w in ("page", "token", "next"))]
+    if paging:  # a renamed page token would end the walk after this page and drop every later page's prices
+        raise ParseError(f"gcp: {payload.url} pages with {paging[0]!r}, not 'nextPageToken': the response changed")
     token = data.get("nextPageToken")
     return skus, token if isinstance(token, str) and token else None
 
@@ -107,6 +118,7 @@ class GcpProvider(Provider):
         page_of: dict[str, RawPayload] = {}
         for payload in payloads:
             page, _ = skus_of(payload)
+            require_fields(page, SKU_FIELDS, self.name, payload.url)
             for sku in page:
                 if isinstance(sku, dict) and isinstance(sku.get("skuId"), str):
                     page_of.setdefault(sku["skuId"], payload)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from bs4 import BeautifulSoup, Tag
 
-from scraper.base import ParseResult, Provider, RawPayload
+from scraper.base import ParseResult, Provider, RawPayload, require_whole_html
 from warehouse.errors import ParseError
 from warehouse.records import PriceRecord
 
@@ -186,7 +186,9 @@ class LambdaProvider(Provider):
     # --- the public page -------------------------------------------------------------------------
 
     def _parse_page(self, payload: RawPayload, result: ParseResult) -> None:
-        soup = BeautifulSoup(payload.text(), "html.parser")
+        text = payload.text()
+        require_whole_html(text, self.name, payload.url)
+        soup = BeautifulSoup(text, "html.parser")
         heading = next(
             (h for h in soup.find_all(["h1", "h2", "h3"]) if INSTANCES_HEADING in h.get_text(" ", strip=True).lower()),
             None,

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from scraper.base import ParseResult, Provider, RawPayload
+from scraper.base import ParseResult, Provider, RawPayload, require_fields
 from warehouse.errors import ParseError
 from warehouse.quantiles import quantile
 from warehouse.records import Listing, MarketStats, PriceRecord
@@ -66,6 +66,16 @@ SEARCH_TYPES: dict[str, str] = {"on_demand": "on-demand", "interruptible": "bid"
 A100_80GB_MIN_MB = 60_000  # gpu_ram is in MB: 40 GB cards report ~40960, 80 GB cards ~81920
 V100_32GB_MIN_MB = 24_000
 REGION = "all"  # a group spans every country; the listings carry theirs
+# fields of an offer that decide its group; a response where no offer has one of them has changed
+# shape (every offer would otherwise land in a wrong group: unverified, community, country unknown)
+OFFER_FIELDS: tuple[tuple[str, ...], ...] = (
+    ("id",),
+    ("gpu_name",),
+    ("num_gpus",),
+    ("geolocation",),
+    ("verified", "verification"),
+    ("hosting_type", "datacenter"),
+)
 
 
 def _norm(name: str) -> str:
@@ -291,14 +301,21 @@ class VastProvider(Provider):
         listings: dict[_Group, list[Listing]] = defaultdict(list)
         sources: dict[_Group, tuple[str, datetime]] = {}
         seen_ids: set[tuple[str, object]] = set()
+        listed: dict[str, int] = defaultdict(int)
+        usable: dict[str, int] = defaultdict(int)
         for payload in payloads:
             if payload.not_modified:
                 continue
             pricing = _pricing_of(payload)
-            for offer in offers_of(payload):
+            offers = offers_of(payload)
+            price_field = ("dph_total",) if pricing == "on_demand" else ("min_bid",)
+            require_fields(offers, (*OFFER_FIELDS, price_field), self.name, f"{payload.url} ({pricing})")
+            for offer in offers:
+                listed[pricing] += 1
                 listing = self._listing(offer, pricing, result)
                 if listing is None:
                     continue
+                usable[pricing] += 1
                 group, item, offer_id = listing
                 if offer_id is not None:
                     if (pricing, offer_id) in seen_ids:
@@ -306,6 +323,13 @@ class VastProvider(Provider):
                     seen_ids.add((pricing, offer_id))
                 listings[group].append(item)
                 sources.setdefault(group, (payload.url, payload.fetched_at))
+        for pricing, count in sorted(listed.items()):
+            if count and not usable[pricing]:
+                reasons = ", ".join(f"{n} {reason}" for reason, n in result.skipped.most_common(3))
+                raise ParseError(
+                    f"vastai: {count} {SEARCH_TYPES[pricing]} offers but none readable (skipped in this run: "
+                    f"{reasons}): the offers' fields changed"
+                )
         for group in sorted(listings, key=lambda g: (g.pricing, g.gpu, g.num_gpus, g.instance_type)):
             items = listings[group]
             stats = market_stats([x.usd_per_hour for x in items], items)

@@ -56,9 +56,10 @@ def test_chart_of_a_gappy_history_is_a_png(tmp_path):
     assert struct.unpack(">II", head[16:24]) == (1000, 520)
 
 
-def test_a_fresh_install_has_years_of_history(tmp_path):
-    db = str(tmp_path / "fresh.duckdb")
-    out = costopt("history", "--db", db, "--gpu", "A100-40GB", "--since", "all", "--format", "json")
+def test_a_fresh_install_has_years_of_history(tmp_path, monkeypatch):
+    # the default warehouse path (an explicit --db is the user's own warehouse and is never seeded)
+    monkeypatch.setenv("COSTOPT_DATA_DIR", str(tmp_path))
+    out = costopt("history", "--gpu", "A100-40GB", "--since", "all", "--format", "json")
     assert out.returncode == 0, out.stderr
     assert "imported from github.com/Cyclenerd/google-cloud-pricing-cost-calculator" in out.stderr
     assert "history 2022-02-09..2026-07-30" in out.stderr
@@ -73,8 +74,6 @@ def test_a_fresh_install_has_years_of_history(tmp_path):
     # a README example: prices in force on 1 June 2026 come from the imported history
     asof = costopt(
         "sql",
-        "--db",
-        db,
         "SELECT count(*) AS n, count(DISTINCT provider) AS p FROM prices_as_of('2026-06-01')",
         "--format",
         "json",
@@ -83,8 +82,6 @@ def test_a_fresh_install_has_years_of_history(tmp_path):
     assert row["p"] == 1 and row["n"] > 1000  # GCP machines, region by region (Cyclenerd's history)
     monthly = costopt(
         "sql",
-        "--db",
-        db,
         "SELECT count(DISTINCT date_trunc('month', day)) AS months FROM gpu_hourly WHERE gpu = 'L4'",
         "--format",
         "json",
@@ -92,10 +89,10 @@ def test_a_fresh_install_has_years_of_history(tmp_path):
     assert json.loads(monthly.stdout)[0]["months"] >= 40
 
 
-def test_history_plot_over_the_bundled_years(tmp_path):
-    db = str(tmp_path / "fresh.duckdb")
+def test_history_plot_over_the_bundled_years(tmp_path, monkeypatch):
+    monkeypatch.setenv("COSTOPT_DATA_DIR", str(tmp_path))
     target = tmp_path / "h100.png"
-    out = costopt("history", "--db", db, "--gpu", "H100", "--since", "all", "--plot", str(target))
+    out = costopt("history", "--gpu", "H100", "--since", "all", "--plot", str(target))
     assert out.returncode == 0, out.stderr
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     lines = out.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -189,7 +190,8 @@ def test_webhook_receives_failures_and_alerts(db_path, tmp_path):
         _, code = run_job(db_path, ["fake"], replay=broken, notify=url, log=lines.append)
     finally:
         server.shutdown()
-    assert code == 1 and f"notified {url}" in lines
+    assert code == 1 and f"notified 127.0.0.1:{server.server_port}" in lines
+    assert not [line for line in lines if "/hook" in line]  # the URL is the webhook's secret: host only
     [body] = _Hook.bodies
     assert body["event"] == "costopt.refresh" and body["exit_code"] == 1 and body["ok"] == []
     assert body["failures"][0]["provider"] == "fake" and "malformed body" in body["failures"][0]["error"]
@@ -207,3 +209,129 @@ def test_exit_codes_for_monitors():
     assert exit_code([ok, Outcome("azure", "failed")], requested=False) == 1
     assert exit_code([Outcome("gcp", "skipped")], requested=False) == 0
     assert exit_code([Outcome("gcp", "skipped")], requested=True) == 1
+
+
+def test_the_jitter_rule():
+    from scraper.schedule import effective_jitter
+
+    def jitter(cron=None, every=None, requested=None):
+        return make_trigger(cron, every, "UTC", requested).jitter or 0
+
+    assert jitter(every="2s") == 0 and jitter(every="4s") == 0 and jitter(every="30m") == 0  # none below an hour
+    assert jitter(every="1h") == 120 and jitter() == 120  # the default nightly cron
+    assert jitter(every="4s", requested=120) == 0  # never more than a tenth of the interval (0.4 s -> 0)
+    assert jitter(every="1h", requested=600) == 360
+    assert jitter(cron="*/5 * * * *", requested=100) == 30
+    assert effective_jitter(None, 86400) == 120 and effective_jitter(7, 86400) == 7
+
+
+@pytest.mark.parametrize("cron", [None, "30 2 * * *", "*/5 * * * *"])
+def test_a_cron_job_is_scheduled_not_paused(cron):
+    """APScheduler 3.x adds a job with next_run_time=None paused: a nightly job that never fires."""
+    from datetime import UTC, datetime
+
+    schedule = Schedule(lambda stop: 0, make_trigger(cron, None, "UTC", 0), run_now=False, log=lambda _: None)
+    thread = threading.Thread(target=schedule.scheduler.start, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while schedule.scheduler.state == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        upcoming = schedule.next_run()
+    finally:
+        schedule.request_stop()
+        thread.join(5)
+    expected = make_trigger(cron, None, "UTC", 0).get_next_fire_time(None, datetime.now(UTC))
+    assert upcoming is not None and abs((upcoming - expected).total_seconds()) < 1
+
+
+def costopt_command(*args: str) -> list[str]:
+    return [sys.executable, "-c", "from cli.app import main; main()", *args]
+
+
+def runs_started(db_path, provider):
+    con = open_warehouse(db_path, read_only=True)
+    try:
+        return [r[0] for r in con.execute(
+            "SELECT started_at FROM scrape_runs WHERE provider = ? ORDER BY run_id", [provider]
+        ).fetchall()]  # fmt: skip
+    finally:
+        con.close()
+
+
+@pytest.mark.slow
+def test_costopt_schedule_every_fires_by_itself_without_run_now(tmp_path):
+    from datetime import UTC, datetime
+
+    db, log = tmp_path / "wh.duckdb", tmp_path / "schedule.log"
+    args = ["schedule", "--every", "2s", "--jitter", "0", "--replay", str(REPO / "fixtures"), "--provider", "lambda"]
+    started = datetime.now(UTC)
+    with log.open("w") as out:
+        proc = subprocess.Popen(costopt_command(*args, "--db", str(db)), stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 30
+        while log.read_text().count(" lambda ok ") < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+    text = log.read_text()
+    assert code == 0 and "Traceback" not in text
+    assert "jitter up to 0s; first run at " in text and "stopped after" in text
+    fired = runs_started(db, "lambda")
+    assert len(fired) >= 2
+    assert (fired[0] - started).total_seconds() >= 1.5  # not at start: no --run-now, the first interval elapsed
+    gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(fired)]
+    assert all(1.0 <= gap <= 4.0 for gap in gaps), gaps  # every 2 s (the first run also imports), not once a minute
+
+
+@pytest.mark.slow
+@pytest.mark.wallclock
+def test_costopt_schedule_cron_fires_by_itself_at_its_minute(request, tmp_path):
+    from datetime import UTC, datetime, timedelta
+
+    from tests.conftest import CRON_SCHEDULE
+    from tests.ops import wallclock
+
+    schedule = request.config.stash.get(CRON_SCHEDULE, None) or wallclock.start(tmp_path)
+    deadline = schedule.fires_at + timedelta(seconds=40)
+    while datetime.now(UTC) < deadline and schedule.process.poll() is None:
+        if " lambda ok " in schedule.log.read_text():
+            break
+        time.sleep(0.5)
+    code = schedule.stop()
+    text = schedule.log.read_text()
+    assert code == 0 and "Traceback" not in text, text
+    planned = f"{schedule.fires_at:%Y-%m-%dT%H:%M:%SZ}"
+    assert f"cron '{schedule.expression}' (UTC), jitter up to 0s; first run at {planned}" in text
+    [fired] = runs_started(schedule.db, "lambda")
+    assert schedule.fires_at <= fired < schedule.fires_at + timedelta(seconds=10)
+
+
+def test_the_webhook_url_is_never_shown():
+    from scraper.notify import check_url, post
+
+    secret = "http://127.0.0.1:1/services/T000/B000/XXXXsecretXXXX"
+    problem = post(secret, {"event": "x"})  # nothing listens on port 1
+    assert problem is not None and problem.startswith("notify 127.0.0.1:1: ConnectError")
+    assert "XXXXsecretXXXX" not in problem and "/services" not in problem
+    for bad in ("hooks.example.com/x", "ftp://hooks.example.com/x", "https://"):
+        with pytest.raises(UsageError, match=r"^--notify needs an http:// or https:// webhook URL$"):
+            check_url(bad)
+
+
+def test_schedule_refuses_bad_settings_when_it_starts_not_at_3am(tmp_path):
+    env = {**os.environ, "COSTOPT_GUARD_MIN_SHARE_AWS": "most"}
+    out = subprocess.run(
+        costopt_command("schedule", "--db", str(tmp_path / "wh.duckdb")),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=60,
+    )
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == (
+        "costopt: error: COSTOPT_GUARD_MIN_SHARE_AWS='most': give a share between 0 and 1, e.g. 0.5 "
+        "(under half is suspect)\n"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -223,23 +224,18 @@ def test_not_a_clone_and_no_archive_are_one_line_errors(tmp_path, db_path):
         import_archive(db_path, empty)
 
 
-def test_the_cli_imports_then_says_it_is_up_to_date(archive, db_path):
+def test_the_cli_imports_then_says_it_is_up_to_date(archive, tmp_path):
+    # the default warehouse (seeded on first use); an explicit --db would get nothing bundled
+    env = dict(os.environ, COSTOPT_DATA_DIR=str(tmp_path / "data"))
+
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                "from cli.app import main; main()",
-                "import",
-                str(archive),
-                "--db",
-                str(db_path),
-                *args,
-            ],
+            [sys.executable, "-c", "from cli.app import main; main()", "import", str(archive), *args],
             capture_output=True,
             text=True,
             cwd=REPO,
             timeout=300,
+            env=env,
         )
 
     first = run("--repository", NAME, "--format", "json")
@@ -265,13 +261,12 @@ def test_the_cli_imports_then_says_it_is_up_to_date(archive, db_path):
             "from cli.app import main; main()",
             "import",
             str(archive / "nope"),
-            "--db",
-            str(db_path),
         ],
         capture_output=True,
         text=True,
         cwd=REPO,
         timeout=120,
+        env=env,
     )
     assert missing.returncode == 2 and missing.stderr.startswith("costopt: error:") and missing.stderr.count("\n") == 1
 
@@ -313,9 +308,9 @@ def test_sigint_during_a_long_import_exits_130_and_loads_nothing(tmp_path):
     assert "Traceback" not in err  # (the one-line message on Ctrl-C is the CLI's, for every command)
     assert not list(db.parent.glob("costopt-import-*")), "the staging directory is removed"
     assert rows(db, "SELECT count(*) FROM prices WHERE archive_repository = ?", [NAME]) == [(0,)]
-    assert rows(db, "SELECT count(*) FROM scrape_runs WHERE mode = 'import'") == [(5,)]  # the bundled history's
-    assert rows(db, "SELECT count(*) FROM archive_imports WHERE repository = ?", [NAME]) == [(0,)]
-    assert rows(db, "SELECT count(*) FROM archive_imports") == [(5,)]  # the bundled history's files only
+    # an explicit --db is the user's own warehouse: nothing bundled was loaded, and the interrupted import left no run
+    assert rows(db, "SELECT count(*) FROM scrape_runs WHERE mode = 'import'") == [(0,)]
+    assert rows(db, "SELECT count(*) FROM archive_imports") == [(0,)]
 
 
 def test_bundled_history_into_a_warehouse_started_by_a_refresh(tmp_path):

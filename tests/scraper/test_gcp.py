@@ -312,6 +312,7 @@ def test_http_errors():
         (b'{"skus": {"a": 1}}', "not a list"),
         (b'{"skus": []}', "no SKUs"),
         (json.dumps({"skus": [sku("N2 Instance Core running in Iowa", "0", 1)]}).encode(), "no GPU machine"),
+        (b'{"skus": [], "next_page_token": "t2"}', "pages with 'next_page_token', not 'nextPageToken'"),
     ],
 )
 def test_malformed_pages_are_parse_errors(body, message):

@@ -142,3 +142,88 @@ def test_duplicate_keys_are_refused(con, make_record):
     with pytest.raises(WarehouseError, match="duplicate"):
         run(con, [make_record(), make_record(usd=1.0)], T0)
     assert con.execute("SELECT count(*) FROM prices").fetchone()[0] == 0
+
+
+def zero_length(con):
+    return con.execute("SELECT count(*) FROM prices WHERE valid_to IS NOT NULL AND valid_to <= valid_from").fetchone()
+
+
+def test_a_same_time_reload_replaces_the_open_interval_in_place(con, make_record):
+    run(con, [make_record(usd=98.32)], T0)
+    run(con, [make_record(usd=55.04)], T0)  # a corrected parse of the same observation
+    assert intervals(con, "p5.48xlarge") == [(55.04, T0, None)]
+    assert zero_length(con) == (0,)
+
+
+def test_a_same_time_correction_reopens_the_interval_a_wrong_parse_closed(con, make_record):
+    run(con, [make_record(usd=55.04)], T0)
+    wrong = run(con, [make_record(usd=550.4, at=T0 + DAY)], T0 + DAY)  # a parser bug: ten times the price
+    assert wrong.flags == 1
+    fixed = run(con, [make_record(usd=55.04, at=T0 + DAY)], T0 + DAY)
+    assert fixed.flags == 0  # a correction is not a market move
+    assert intervals(con, "p5.48xlarge") == [(55.04, T0, None)]
+    assert con.execute("SELECT last_seen, last_run FROM prices").fetchall() == [(T0 + DAY, fixed.run_id)]
+    assert zero_length(con) == (0,)
+
+
+def test_a_same_time_reload_without_an_offer_removes_what_began_then(con, make_record):
+    run(con, [make_record()], T0)
+    run(con, [make_record(at=T0 + DAY), make_record("bogus.48xlarge", 1.0, at=T0 + DAY)], T0 + DAY)
+    run(con, [make_record(at=T0 + DAY)], T0 + DAY)
+    assert con.execute("SELECT instance_type FROM offers").fetchall() == [("p5.48xlarge",)]
+    assert con.execute("SELECT count(*) FROM prices").fetchone() == (1,)
+    assert zero_length(con) == (0,)
+
+
+def test_a_same_time_reload_brings_back_an_offer_a_wrong_parse_dropped(con, make_record):
+    run(con, [make_record(), make_record("p4d.24xlarge", 21.96, gpu="A100-40GB")], T0)
+    run(con, [make_record(at=T0 + DAY)], T0 + DAY)  # the parse lost p4d
+    run(con, [make_record(at=T0 + DAY), make_record("p4d.24xlarge", 21.96, gpu="A100-40GB")], T0 + DAY)
+    assert intervals(con, "p4d.24xlarge") == [(21.96, T0, None)]
+
+
+def test_offer_attributes_follow_the_newest_parse(con, make_record):
+    run(con, [make_record("p5.4xlarge", 6.88, gpu_count=8)], T0)  # a table bug: p5.4xlarge has one H100
+    fixed = PriceRecord("aws", "us-east-1", "p5.4xlarge", "H100-SXM", 1, "on_demand", 6.88, "u", T0, 16, 256.0)
+    run(con, [fixed], T0)
+    assert con.execute("SELECT gpu, gpu_count, vcpus, memory_gib FROM offers").fetchall() == [
+        ("H100-SXM", 1.0, 16, 256.0)
+    ]
+    assert con.execute("SELECT usd_per_gpu_hour FROM price_history").fetchall() == [(6.88,)]
+
+
+def test_spot_risk_and_carried_scopes_load_in_bulk(con, make_record):
+    from warehouse.records import SpotRisk
+
+    risk = [SpotRisk("aws", f"r{i % 4}", f"t{i}", 60.0 + i % 7, i % 5, "<5%", 0.0, 5.0, "u", T0) for i in range(82)]
+    carried = {(f"c{i}", "on_demand") for i in range(40)}
+    load_run(con, RunRecord("aws", "live", T0, T0, prices=[make_record()], spot_risk=risk, carried=carried))
+    assert con.execute(
+        "SELECT count(*), sum(bucket), min(savings_pct), max(savings_pct) FROM spot_risk"
+    ).fetchone() == (
+        82,
+        sum(i % 5 for i in range(82)),
+        60.0,
+        66.0,
+    )
+    load_run(con, RunRecord("aws", "live", T0 + DAY, T0 + DAY, spot_risk=risk[:3]))  # replaced, not duplicated
+    assert con.execute("SELECT count(*), max(observed_at) FROM spot_risk").fetchone() == (82, T0)
+
+
+def test_migration_3_removes_zero_length_intervals(db_path, monkeypatch, make_record):
+    from warehouse import migrations
+
+    with monkeypatch.context() as version_2:
+        version_2.setattr("warehouse.db.MIGRATIONS", migrations.MIGRATIONS[:2])
+        version_2.setattr("warehouse.db.LATEST", 2)
+        old = open_warehouse(db_path)
+        old.execute("INSERT INTO offers VALUES (1, 'aws', 'r', 't', 'L4', 1, NULL, NULL, ?)", [T0])
+        old.execute("INSERT INTO prices VALUES (1, 'on_demand', 9.0, ?, ?, ?, 1, 1, 'u')", [T0, T0, T0])
+        old.execute("INSERT INTO prices VALUES (1, 'on_demand', 1.0, ?, NULL, ?, 1, 2, 'u')", [T0, T0])
+        old.close()
+    new = open_warehouse(db_path)
+    assert new.execute("SELECT usd_per_hour, valid_to FROM prices").fetchall() == [(1.0, None)]
+    assert new.execute("SELECT name FROM schema_migrations WHERE version = 3").fetchall() == [
+        ("source counts per run; no zero-length intervals",)
+    ]
+    new.close()

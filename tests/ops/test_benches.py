@@ -1,0 +1,29 @@
+"""Every benchmark still runs: `bench/<name>.py --quick` in a subprocess, so CI (which runs `make test`) fails
+when a bench rots -- as bench/warehouse_year.py did on DuckDB 2.0 -- long before someone needs its figures."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+BENCHES = sorted((REPO / "bench").glob("*.py"))
+KNOWN = {"aws_csv", "calibration", "cli_speed", "fit_mfu", "warehouse_year"}
+
+
+def test_the_benches_are_found():
+    assert {b.stem for b in BENCHES} >= KNOWN  # a glob that found nothing would make the test below vacuous
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bench", BENCHES, ids=[b.stem for b in BENCHES])
+def test_bench_runs_in_its_quick_mode(bench):
+    kept = REPO / "bench" / "out"
+    before = sorted(kept.rglob("*")) if kept.exists() else []
+    out = subprocess.run([sys.executable, str(bench), "--quick"], capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Traceback" not in out.stderr and out.stdout.strip()
+    assert (sorted(kept.rglob("*")) if kept.exists() else []) == before  # quick runs write to temporary directories
