@@ -2,7 +2,8 @@
 
 Exit codes, for monitors: 0 every provider loaded and nothing needs a look; 1 at least one provider
 failed (its previous prices are kept); 3 everything loaded but a warning was raised (a large move,
-far fewer offers than usual, many offers gone); 2 bad input.
+far fewer offers than usual, many offers gone); 2 bad input; 4 the prices loaded but the publish that
+was asked for (``--publish``) failed (the warehouse is unaffected; the next publish catches up).
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from pathlib import Path
 from scraper.refresh import Outcome, Progress, refresh
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ALERTS = 0, 1, 2, 3
+EXIT_PUBLISH_FAILED = 4
+
+Publisher = Callable[[Callable[[str], None]], str | None]
+"""Called after a refresh that loaded something, with the log; returns None, or a one-line failure."""
 
 
 def exit_code(outcomes: list[Outcome], *, requested: bool) -> int:
@@ -35,8 +40,9 @@ def run_job(
     cancel: threading.Event | None = None,
     progress: Progress | None = None,
     log: Callable[[str], None] | None = None,
+    publish: Publisher | None = None,
 ) -> tuple[list[Outcome], int]:
-    """One refresh plus its follow-ups (pruning, notification); returns the outcomes and the exit code."""
+    """One refresh plus its follow-ups (pruning, publishing, notification); returns the outcomes and the exit code."""
     say = log or (lambda _line: None)
     started = datetime.now(UTC)
     outcomes = refresh(db_path, providers, replay=replay, progress=progress, cancel=cancel)
@@ -59,10 +65,18 @@ def run_job(
         finally:
             con.close()
         say(f"pruned {files} raw payload file(s), {freed / 1e6:.1f} MB, older than {keep_raw_days} days")
+    published = None
+    if publish is not None and any(o.status == "ok" for o in outcomes):
+        published = publish(say)
+        if published:
+            say(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} {published}")
+            code = EXIT_PUBLISH_FAILED if code in (EXIT_OK, EXIT_ALERTS) else code
     if notify:
         from scraper.notify import post, should_notify, summary
 
         body = summary(outcomes, started_at=started, db=str(db_path), exit_code=code)
+        if published:
+            body["failures"].append({"provider": "publish", "status": "failed", "error": published})
         if should_notify(body):
             problem = post(notify, body)
             say(problem or f"notified {notify}")

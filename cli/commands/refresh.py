@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from cli.commands.publish import CatalogUriOption, LakeOption, NamespaceOption, PublishOption, publish_target
 from cli.options import DbOption, FormatOption
 from cli.output import Format
 
@@ -30,10 +31,15 @@ def refresh_command(
     keep_raw_days: KeepRawOption = None,
     db: DbOption = None,
     format: FormatOption = Format.table,
+    publish: PublishOption = False,
+    catalog_uri: CatalogUriOption = None,
+    warehouse: LakeOption = None,
+    namespace: NamespaceOption = None,
 ) -> None:
     """Fetch current prices from every provider concurrently and load them.
 
-    Exit 0: all loaded; 1: a provider failed (its previous prices are kept); 3: loaded with warnings.
+    Exit 0: all loaded; 1: a provider failed (its previous prices are kept); 3: loaded with warnings;
+    4: loaded, but --publish failed.
     """
     import sys
 
@@ -42,6 +48,7 @@ def refresh_command(
     from scraper.job import run_job
 
     path = resolve_db(db)
+    publisher = publish_target(path, publish, catalog_uri, warehouse, namespace)
     progress = _progress_printer() if sys.stderr.isatty() and format is Format.table else None
     outcomes, code = run_job(
         path,
@@ -51,6 +58,7 @@ def refresh_command(
         keep_raw_days=keep_raw_days,
         progress=progress,
         log=None if format is not Format.table else _quiet,
+        publish=publisher,
     )
     rows = [o.as_dict() for o in outcomes]
     emit(
@@ -72,7 +80,7 @@ def refresh_command(
 
 def _quiet(line: str) -> None:
     """Per-provider log lines are for the scheduler's log; the table says the same here."""
-    if "pruned" in line or "notif" in line:
+    if "pruned" in line or "notif" in line or "publish" in line:
         from cli.output import note
 
         note(f"costopt: {line}")

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from cli.commands.publish import CatalogUriOption, LakeOption, NamespaceOption, PublishOption, publish_target
 from cli.commands.refresh import KeepRawOption, NotifyOption, ProvidersOption, ReplayOption
 from cli.options import DbOption
 
@@ -21,6 +22,10 @@ def schedule_command(
     notify: NotifyOption = None,
     keep_raw_days: KeepRawOption = None,
     db: DbOption = None,
+    publish: PublishOption = False,
+    catalog_uri: CatalogUriOption = None,
+    warehouse: LakeOption = None,
+    namespace: NamespaceOption = None,
 ) -> None:
     """Run the refresh nightly (or every N hours) until stopped; SIGTERM finishes the load in progress, exits 0."""
     from cli.warehouse_access import resolve_db
@@ -30,8 +35,10 @@ def schedule_command(
     if cron and every:
         raise UsageError("give --cron or --every, not both")
     make_trigger(cron, every, timezone, jitter)  # bad input fails now, not at 3 a.m.
+    path = resolve_db(db)
+    publisher = publish_target(path, publish, catalog_uri, warehouse, namespace)
     code = serve(
-        resolve_db(db),
+        path,
         cron=cron,
         every=every,
         timezone=timezone,
@@ -41,5 +48,6 @@ def schedule_command(
         notify=notify,
         keep_raw_days=keep_raw_days,
         jitter=jitter,
+        publish=publisher,
     )
     raise typer.Exit(code)

@@ -280,3 +280,15 @@ def test_target_resolution_and_secrets(tmp_path: Path) -> None:
         resolve_target("mysql://u@h/db", "/tmp/x", None, env={})
     with pytest.raises(UsageError, match="namespace"):
         resolve_target(None, None, "bad name;", env={}, data_dir=tmp_path)
+
+
+def test_old_snapshots_are_expired_from_the_metadata(seeded: Path, target, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    publish(seeded, target)
+    catalog = open_catalog(target)
+    first = set(snapshots(catalog, "price_history"))
+    seed(seeded, changed_lambda(tmp_path), ["lambda"])
+    publish(seeded, target, keep_snapshots_days=0)  # keep nothing older than now: only the new commit's
+    kept = snapshots(catalog, "price_history")
+    table = catalog.load_table("costopt.price_history")
+    assert kept and not first & set(kept) and table.current_snapshot().snapshot_id in kept
+    assert iceberg_figures(catalog) == warehouse_figures(seeded)  # the data is all still there

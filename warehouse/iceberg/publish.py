@@ -214,21 +214,29 @@ def _keys(spec: TableSpec) -> list[str]:
     return out
 
 
+def expr(kind: str, *args: object) -> BooleanExpression:
+    """``pyiceberg.expressions.<kind>(*args)``: its pydantic signatures (``term=``, ``literal=``) defeat mypy."""
+    from pyiceberg import expressions
+
+    made: BooleanExpression = getattr(expressions, kind)(*args)
+    return made
+
+
 def _partition_filter(spec: TableSpec, values: tuple[object, ...]) -> BooleanExpression:
-    from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, IsNull, LessThan
+    from pyiceberg.expressions import And
 
     parts: list[BooleanExpression] = []
     for (column, transform), value in zip(spec.partition, values, strict=True):
         if value is None:
-            parts.append(IsNull(column))
+            parts.append(expr("IsNull", column))
         elif transform == "identity":
-            parts.append(EqualTo(column, value))  # type: ignore[arg-type]
+            parts.append(expr("EqualTo", column, value))
         else:
             start = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
             start = start.astimezone(UTC)
             end = datetime(start.year + (start.month == 12), start.month % 12 + 1, 1, tzinfo=UTC)
-            parts.append(GreaterThanOrEqual(column, start.isoformat()))
-            parts.append(LessThan(column, end.isoformat()))
+            parts.append(expr("GreaterThanOrEqual", column, start.isoformat()))
+            parts.append(expr("LessThan", column, end.isoformat()))
     return reduce(And, parts) if len(parts) > 1 else parts[0]
 
 
@@ -317,7 +325,7 @@ def plan_price_history(
     :func:`read_price_history`). Returns None when the result would not match the warehouse's row
     count: then the caller reconciles in full.
     """
-    from pyiceberg.expressions import And, EqualTo, IsNull
+    from pyiceberg.expressions import And
 
     spec = PRICE_HISTORY
     cols = ", ".join(spec.column_names)
@@ -350,7 +358,11 @@ def plan_price_history(
         return None
     if not providers and not closed:
         return Plan(spec, "incremental")
-    delete = _any_of([And(EqualTo("provider", p), IsNull("valid_to")) for p in providers]) if providers else None
+    delete = (
+        _any_of([And(expr("EqualTo", "provider", p), expr("IsNull", "valid_to")) for p in providers])
+        if providers
+        else None
+    )
     return Plan(
         spec, "incremental", rows.cast(spec.arrow_schema()), delete, removed, len(providers) + int(closed_parts)
     )
@@ -439,9 +451,7 @@ def publish(
         stage = "reading the published tables"
         for st in states:
             if st.spec is PRICE_HISTORY and st.incremental:
-                from pyiceberg.expressions import IsNull
-
-                st.published = _published(st.table, st.spec, IsNull("valid_to"))
+                st.published = _published(st.table, st.spec, expr("IsNull", "valid_to"))
             elif not st.incremental:
                 st.published = _published(st.table, st.spec)
     except CostoptError:

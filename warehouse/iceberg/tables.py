@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pyiceberg.partitioning import PartitionSpec
     from pyiceberg.schema import Schema
     from pyiceberg.table.sorting import SortOrder
+    from pyiceberg.types import IcebergType
 
 Kind = Literal["long", "int", "double", "string", "timestamptz", "list<string>"]
 Transform = Literal["identity", "month"]
@@ -103,10 +104,10 @@ class TableSpec:
         return pa.schema([pa.field(c.name, types[c.kind], nullable=not c.required) for c in self.columns])
 
 
-def _iceberg_type(kind: Kind, next_id: int) -> tuple[object, int]:
+def _iceberg_type(kind: Kind, next_id: int) -> tuple[IcebergType, int]:
     from pyiceberg.types import DoubleType, IntegerType, ListType, LongType, StringType, TimestamptzType
 
-    simple = {
+    simple: dict[str, IcebergType] = {
         "long": LongType(),
         "int": IntegerType(),
         "double": DoubleType(),
