@@ -271,7 +271,15 @@ def test_target_resolution_and_secrets(tmp_path: Path) -> None:
     assert "hunter2" not in t.describe() and "costopt:***@db.internal" in t.describe()
     props = catalog_properties(t, env)
     assert props["s3.secret-access-key"] == "s3cret" and props["s3.endpoint"] == "http://127.0.0.1:9000"
-    assert resolve_target("https://rest.example/catalog", None, None, env={}).kind == "rest"
+    rest = resolve_target("https://rest.example/catalog", None, None, env={})
+    assert (rest.kind, rest.warehouse) == ("rest", None)
+    props = catalog_properties(rest, {"COSTOPT_ICEBERG_TOKEN": "tok", "COSTOPT_ICEBERG_CREDENTIAL": "id:sec"})
+    assert (props["type"], props["uri"], props["token"], props["credential"]) == (
+        "rest",
+        "https://rest.example/catalog",
+        "tok",
+        "id:sec",
+    )
     with pytest.raises(UsageError, match="must not contain a password"):
         resolve_target("postgresql://u:pw@h/db", "s3://b/p", None, env={})
     with pytest.raises(UsageError, match="needs a warehouse location"):

@@ -412,6 +412,7 @@ class _Table:
     warehouse_total: int = 0
     max_key: int | None = None
     note: str | None = None
+    watermark: int = 0  # the warehouse's newest run when these rows were read
 
     @property
     def empty(self) -> bool:
@@ -459,7 +460,39 @@ def publish(
     except Exception as exc:
         raise PublishError(f"publish failed while {stage} ({target.describe()}): {one_line(exc)}") from None
 
-    watermark = _read_warehouse(db_path, states)
+    try:
+        watermark = _read_warehouse(db_path, states)
+        plans = _plans(db_path, states, say)
+    except CostoptError:
+        raise
+    except Exception as exc:  # a query the warehouse no longer answers, an unreadable table file
+        raise PublishError(f"publish failed while comparing the warehouse with the tables: {one_line(exc)}") from None
+
+    report = PublishReport(target.describe(), target.namespace, watermark)
+    now = datetime.now(UTC)
+    for st, plan in plans:
+        props = {WATERMARK: str(st.watermark), PUBLISHED_AT: now.isoformat(timespec="seconds"), MODE: plan.mode}
+        if st.max_key is not None:
+            props[MAX_KEY] = str(st.max_key)
+        result = _commit(st.table, plan, props, now - timedelta(days=keep_snapshots_days), target)
+        report.tables.append(result)
+        say(_line(result))
+    if report.changed:
+        try:
+            catalog.update_namespace_properties(
+                target.namespace,
+                updates={NS_WATERMARK: str(watermark), NS_PUBLISHED_AT: now.isoformat(timespec="seconds")},
+            )
+        except Exception as exc:
+            raise PublishError(
+                f"every table was published, but recording the watermark on namespace {target.namespace} failed: "
+                f"{one_line(exc)}"
+            ) from None
+    report.seconds = time.perf_counter() - began
+    return report
+
+
+def _plans(db_path: Path, states: list[_Table], say: Log) -> list[tuple[_Table, Plan]]:
     con = scratch()
     plans: list[tuple[_Table, Plan]] = []
     try:
@@ -480,29 +513,7 @@ def publish(
             plans.append((st, plan))
     finally:
         con.close()
-
-    report = PublishReport(target.describe(), target.namespace, watermark)
-    now = datetime.now(UTC)
-    for st, plan in plans:
-        props = {WATERMARK: str(watermark), PUBLISHED_AT: now.isoformat(timespec="seconds"), MODE: plan.mode}
-        if st.max_key is not None:
-            props[MAX_KEY] = str(st.max_key)
-        result = _commit(st.table, plan, props, now - timedelta(days=keep_snapshots_days), target)
-        report.tables.append(result)
-        say(_line(result))
-    if report.changed:
-        try:
-            catalog.update_namespace_properties(
-                target.namespace,
-                updates={NS_WATERMARK: str(watermark), NS_PUBLISHED_AT: now.isoformat(timespec="seconds")},
-            )
-        except Exception as exc:
-            raise PublishError(
-                f"every table was published, but recording the watermark on namespace {target.namespace} failed: "
-                f"{one_line(exc)}"
-            ) from None
-    report.seconds = time.perf_counter() - began
-    return report
+    return plans
 
 
 def _plan(con: duckdb.DuckDBPyConnection, st: _Table) -> Plan | None:
@@ -527,6 +538,7 @@ def _read_warehouse(db_path: Path, states: list[_Table]) -> int:
         con.begin()  # one consistent view of the file for every table
         watermark = _watermark(con)
         for st in states:
+            st.watermark = watermark
             spec = st.spec
             if not st.incremental:
                 st.rows = _read(con, spec, spec.select_sql())
