@@ -3,7 +3,13 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean iceberg-readers
+
+# DuckDB's Iceberg reader for the publish tests: the DuckDB CLI and its iceberg/avro extensions from
+# PyPI, in a folder of their own (they pin a DuckDB of their own; `INSTALL iceberg` needs the network).
+# Best effort: without them those tests skip and say why.
+READERS = $(VENV)/iceberg-readers
+READER_PACKAGES = duckdb-cli==1.5.5 duckdb-extension-iceberg==1.5.5 duckdb-extension-avro==1.5.5
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,7 +23,12 @@ run: $(BIN)/python
 ## install costopt with its test extra and run the whole test suite
 test: $(BIN)/python
 	$(BIN)/python -m pip install --quiet ".[test]"
+	-@$(MAKE) --no-print-directory iceberg-readers
 	$(BIN)/python -m pytest
+
+iceberg-readers: $(BIN)/python
+	@test -x $(READERS)/duckdb_cli/duckdb || $(BIN)/python -m pip install --quiet --no-deps --upgrade --target $(READERS) \
+		$(READER_PACKAGES) || echo "iceberg-readers: not installed; the DuckDB Iceberg read-back tests will skip"
 
 lint: $(BIN)/python
 	$(BIN)/python -m pip install --quiet ruff

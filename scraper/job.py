@@ -3,7 +3,8 @@
 Exit codes, for monitors: 0 every provider loaded and nothing needs a look; 1 at least one provider
 failed -- an upstream error, a page that changed shape, or a suspect drop in offers (its previous
 prices are kept); 3 everything loaded but a warning was raised (a large move, many offers gone);
-2 bad input; 130 interrupted (Ctrl-C), nothing half-written.
+2 bad input; 4 the prices loaded but the publish that was asked for (``--publish``) failed (the
+warehouse is unaffected; the next publish catches up); 130 interrupted (Ctrl-C), nothing half-written.
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ from pathlib import Path
 from scraper.refresh import Outcome, Progress, refresh
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ALERTS = 0, 1, 2, 3
+EXIT_PUBLISH_FAILED = 4
+
+Publisher = Callable[[Callable[[str], None]], str | None]
+"""Called after a refresh that loaded something, with the log; returns None, or a one-line failure."""
 
 
 def exit_code(outcomes: list[Outcome], *, requested: bool) -> int:
@@ -37,8 +42,9 @@ def run_job(
     progress: Progress | None = None,
     log: Callable[[str], None] | None = None,
     accept_drop: Collection[str] = (),
+    publish: Publisher | None = None,
 ) -> tuple[list[Outcome], int]:
-    """One refresh plus its follow-ups (pruning, notification); returns the outcomes and the exit code."""
+    """One refresh plus its follow-ups (pruning, publishing, notification); returns the outcomes and the exit code."""
     say = log or (lambda _line: None)
     if notify:
         from scraper.notify import check_url
@@ -65,10 +71,18 @@ def run_job(
         finally:
             con.close()
         say(f"pruned {files} raw payload file(s), {freed / 1e6:.1f} MB, older than {keep_raw_days} days")
+    published = None
+    if publish is not None and any(o.status == "ok" for o in outcomes):
+        published = publish(say)
+        if published:
+            say(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} {published}")
+            code = EXIT_PUBLISH_FAILED if code in (EXIT_OK, EXIT_ALERTS) else code
     if notify:
         from scraper.notify import post, public_host, should_notify, summary
 
         body = summary(outcomes, started_at=started, db=str(db_path), exit_code=code)
+        if published:
+            body["failures"].append({"provider": "publish", "status": "failed", "error": published})
         if should_notify(body):
             problem = post(notify, body)
             say(problem or f"notified {public_host(notify)}")  # the URL itself is a secret (Slack, Teams)

@@ -179,6 +179,7 @@ def serve(
     notify: str | None,
     keep_raw_days: int | None,
     jitter: int | None = None,
+    publish: Callable[[Callable[[str], None]], str | None] | None = None,
 ) -> int:
     from scraper.job import run_job
 
@@ -188,7 +189,14 @@ def serve(
 
     def job(stop: threading.Event) -> int:
         _, code = run_job(
-            db_path, providers, replay=replay, notify=notify, keep_raw_days=keep_raw_days, cancel=stop, log=log
+            db_path,
+            providers,
+            replay=replay,
+            notify=notify,
+            keep_raw_days=keep_raw_days,
+            cancel=stop,
+            log=log,
+            publish=publish,
         )
         return code
 

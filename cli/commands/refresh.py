@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from cli.commands.publish import CatalogUriOption, LakeOption, NamespaceOption, PublishOption, publish_target
 from cli.options import DbOption, FormatOption
 from cli.output import Format
 
@@ -39,11 +40,16 @@ def refresh_command(
     accept_drop: AcceptDropOption = None,
     db: DbOption = None,
     format: FormatOption = Format.table,
+    publish: PublishOption = False,
+    catalog_uri: CatalogUriOption = None,
+    warehouse: LakeOption = None,
+    namespace: NamespaceOption = None,
 ) -> None:
     """Fetch current prices from every provider concurrently and load them.
 
     Exit 0: all loaded; 1: a provider failed or answered with suspiciously few offers (its previous
-    prices are kept); 3: loaded with warnings; 2: bad input; 130: interrupted.
+    prices are kept); 3: loaded with warnings; 4: loaded, but --publish failed; 2: bad input;
+    130: interrupted.
     """
     import sys
 
@@ -52,6 +58,7 @@ def refresh_command(
     from scraper.job import run_job
 
     path = resolve_db(db)
+    publisher = publish_target(path, publish, catalog_uri, warehouse, namespace)
     progress = _progress_printer() if sys.stderr.isatty() and format is Format.table else None
     outcomes, code = run_job(
         path,
@@ -62,6 +69,7 @@ def refresh_command(
         progress=progress,
         log=None if format is not Format.table else _quiet,
         accept_drop=accept_drop or (),
+        publish=publisher,
     )
     rows = [o.as_dict() for o in outcomes]
     emit(
@@ -83,7 +91,7 @@ def refresh_command(
 
 def _quiet(line: str) -> None:
     """Per-provider log lines are for the scheduler's log; the table says the same here."""
-    if "pruned" in line or "notif" in line:
+    if "pruned" in line or "notif" in line or "publish" in line:
         from cli.output import note
 
         note(f"costopt: {line}")

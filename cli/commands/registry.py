@@ -22,6 +22,7 @@ _TABLE: list[tuple[str, str]] = [
     ("schedule", "schedule:schedule_command"),
     ("runs", "runs:runs_command"),
     ("export", "export:export_command"),
+    ("publish", "publish:publish_command"),
     ("reparse", "reparse:reparse_command"),
     ("import", "import_archive:import_command"),
 ]

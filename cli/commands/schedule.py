@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from cli.commands.publish import CatalogUriOption, LakeOption, NamespaceOption, PublishOption, publish_target
 from cli.commands.refresh import KeepRawOption, NotifyOption, ProvidersOption, ReplayOption
 from cli.options import DbOption
 
@@ -30,6 +31,10 @@ def schedule_command(
     notify: NotifyOption = None,
     keep_raw_days: KeepRawOption = None,
     db: DbOption = None,
+    publish: PublishOption = False,
+    catalog_uri: CatalogUriOption = None,
+    warehouse: LakeOption = None,
+    namespace: NamespaceOption = None,
 ) -> None:
     """Run the refresh nightly (or every N hours) until stopped; SIGTERM finishes the load in progress, exits 0.
 
@@ -52,8 +57,10 @@ def schedule_command(
         from scraper.notify import check_url
 
         check_url(notify)
+    path = resolve_db(db)
+    publisher = publish_target(path, publish, catalog_uri, warehouse, namespace)
     code = serve(
-        resolve_db(db),
+        path,
         cron=cron,
         every=every,
         timezone=timezone,
@@ -63,5 +70,6 @@ def schedule_command(
         notify=notify,
         keep_raw_days=keep_raw_days,
         jitter=jitter,
+        publish=publisher,
     )
     raise typer.Exit(code)
