@@ -141,12 +141,12 @@ def plan_command(
         note_text = wh.prices_note
         plan = build_plan(job, offers, gpus, constraints, spot_risk=risk, mfu_override=mfu)
         view = plan.options if all_counts else default_view(plan.options)
-        best = view.row(0, named=True)
+        best = view[0]
         buy_line = _buy_line(wh.con, best) if buy else None
     flops = job.flops().total
     horizon_days = constraints.horizon_hours / 24
     premium = constraints.market.bid_premium
-    rows = [dict(r, bid_premium=premium) for r in view.head(top).iter_rows(named=True)]
+    rows = [dict(r, bid_premium=premium) for r in view[:top]]
     rows = [dict(r, notes=_notes(r, horizon_days)) for r in rows]
     stale = stale_prices(rows)
     warnings = [_stale_line(stale)] if stale else []
@@ -192,7 +192,7 @@ def plan_command(
             "job": job_info,
             "prices_as_of": as_of,
             "prices": note_text,
-            "options_total": plan.options.height,
+            "options_total": len(plan.options),
             "horizon_days": horizon_days,
             "market_price": constraints.market.price,
             "warnings": warnings,
@@ -209,7 +209,7 @@ def plan_command(
         emit(flat, CSV_COLUMNS, format)
         return
     _print_human(
-        job_info, note_text, rows, plan, view.height, buy_line, show_infeasible, explain, job, horizon_days, warnings
+        job_info, note_text, rows, plan, len(view), buy_line, show_infeasible, explain, job, horizon_days, warnings
     )
 
 
@@ -260,7 +260,7 @@ def _print_human(
     print_table(
         table,
         header,
-        title=f"Cheapest {len(rows)} of {shown} options by expected cost ({plan.options.height} with every count)",
+        title=f"Cheapest {len(rows)} of {shown} options by expected cost ({len(plan.options)} with every count)",
     )
     print(
         f"* = Pareto front: no option is both cheaper and faster. Options slower than {horizon_days:g} days come "
