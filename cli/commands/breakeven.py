@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from cli.options import DbOption, FormatOption
+from cli.options import DbOption, ExactOption, FormatOption
 from cli.output import Format
 from optimizer import defaults as d
 
@@ -33,9 +33,10 @@ def breakeven_command(
     ] = None,
     db: DbOption = None,
     format: FormatOption = Format.table,
+    exact: ExactOption = False,
 ) -> None:
     """Capex, opex and the rent they compete with: break-even hours, utilization and months."""
-    from cli.output import print_table, to_json
+    from cli.output import print_table, to_rounded_json
     from cli.warehouse_access import open_for_reading
     from optimizer import inputs
     from optimizer.breakeven import Inputs, breakeven
@@ -75,7 +76,7 @@ def breakeven_command(
         else {k: at_median.as_dict()[k] for k in ("months_to_break_even", "break_even_utilization", "never")},
     }
     if format is not Format.table:
-        print(to_json(data))
+        print(to_rounded_json(data, exact=exact))
         return
 
     a = data["assumptions"]
