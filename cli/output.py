@@ -300,6 +300,13 @@ def table_width(stream: Any = None) -> int:
     return PIPE_WIDTH
 
 
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 def _longest_word(text: str) -> int:
     return max((len(w) for w in text.split()), default=0)
 
@@ -328,7 +335,7 @@ def layout(cells: Sequence[Sequence[str]], columns: Sequence[Column], width: int
         if column.kind == "text":
             least.append(min(natural[-1], max(header_min, min(24, max((_longest_word(v) for v in values), default=0)))))
         else:
-            least.append(natural[-1])  # a name or a figure, and its header, whole
+            least.append(max(content, header_min))  # a name or a figure whole; its header may wrap between words
     shown = list(range(len(columns)))
     hidden: list[int] = []
 
@@ -352,6 +359,12 @@ def layout(cells: Sequence[Sequence[str]], columns: Sequence[Column], width: int
         share = max(1, room // len(growable))
         for k in growable:
             extra = min(share, natural[shown[k]] - widths[k], room)
+            widths[k] += extra
+            room -= extra
+    # then to headers that would wrap: one line each while the room lasts
+    for k, i in enumerate(shown):
+        extra = min(room, natural[i] - widths[k])
+        if extra > 0:
             widths[k] += extra
             room -= extra
     names = [columns[i].title or columns[i].key for i in sorted(hidden)]
@@ -381,6 +394,8 @@ def print_table(
     ``caption`` lines go under the table, left-aligned; a note on hidden columns is added when the
     table had to drop some. No rows: the title and ``none``.
     """
+    import textwrap
+
     from rich import box
     from rich.console import Console
     from rich.table import Table
@@ -413,8 +428,9 @@ def print_table(
     )
     for i, w in zip(plan.shown, plan.widths, strict=True):
         column = spec[i]
+        header = column.title if len(column.title) <= w else textwrap.fill(column.title, width=w)
         table.add_column(
-            Text(column.title),
+            Text(header),
             width=w,
             no_wrap=column.kind != "text",
             overflow="fold" if column.kind == "text" else "ellipsis",
@@ -426,12 +442,16 @@ def print_table(
         lines.append(f"hidden to fit {width} columns: {', '.join(plan.hidden)} (--wide shows every column)")
     elif plan.cut:
         lines.append(f"values cut with ... to fit {width} columns: --wide or --format csv shows them whole")
-    console = Console(file=stream, width=console_width, highlight=False, soft_wrap=False)
+    terminal = _isatty(stream)
+    captured = io.StringIO()  # a pipe or a file gets no trailing blanks
+    console = Console(file=stream if terminal else captured, width=console_width, highlight=False, soft_wrap=False)
     if title:  # above the table, at the terminal's width (a title is not squeezed to a narrow table's)
         console.print(Text(title, style="bold"))
     console.print(table)
     for line in lines:
         console.print(Text(line))
+    if not terminal:
+        stream.write("\n".join(line.rstrip() for line in captured.getvalue().splitlines()) + "\n")
 
 
 def emit(

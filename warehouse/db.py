@@ -161,13 +161,17 @@ def refresh_gpus(con: duckdb.DuckDBPyConnection, specs: list) -> None:  # type: 
     """Replace the ``gpus`` reference table with the shipped one (it is reference data, not history).
 
     Columns are named: ``fp16_tflops`` (migration 6) sits last in the table but beside ``bf16_tflops``
-    in the CSV."""
+    in the CSV. Only the columns the table has are written, so a warehouse opened at an older schema
+    version (a test of an old migration, a downgrade check) still gets its reference rows."""
     from warehouse.gpus import CSV_COLUMNS
 
     con.execute("DELETE FROM gpus")
     if not specs:
         return
-    columns = [c for c in CSV_COLUMNS if c != "aliases"]
+    present = {
+        r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = 'gpus'").fetchall()
+    }
+    columns = [c for c in CSV_COLUMNS if c != "aliases" and c in present]
     con.executemany(
         f"INSERT INTO gpus (aliases, {', '.join(columns)}) VALUES (?, {', '.join('?' * len(columns))})",
         [[list(s.aliases), *(getattr(s, c) for c in columns)] for s in specs],

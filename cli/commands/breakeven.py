@@ -36,7 +36,7 @@ def breakeven_command(
     exact: ExactOption = False,
 ) -> None:
     """Capex, opex and the rent they compete with: break-even hours, utilization and months."""
-    from cli.output import print_table, to_rounded_json
+    from cli.output import print_table, say, to_rounded_json
     from cli.warehouse_access import open_for_reading
     from optimizer import inputs
     from optimizer.breakeven import Inputs, breakeven
@@ -116,8 +116,8 @@ def breakeven_command(
             rows.append([label, f"${alt['usd_per_gpu_hour']:.2f}/GPU-h", alt["from"]])
     print_table(rows, ["", "value", "from"], title=f"Buy vs rent: {count} x {spec.name}")
     if result.never:
-        print(result.never)
-    print(
+        say(result.never, indent="  ")
+    say(
         f"assumes: PUE {pue:g}, ${power_price:g}/kWh, ${hosting_per_kw_month:g}/kW-month hosting, "
         f"{life}, {residual:.0%} residual, rent {a['rent_path']}; every assumption is a flag (--help)"
     )

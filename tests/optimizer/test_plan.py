@@ -275,7 +275,7 @@ def test_cli_plan_bad_input_is_one_line(cli_env):
     for args, code in (
         (["--deadline", "tomorrow"], 2),
         (["--gpu", "H1000"], 2),
-        (["--provider", "nosuch"], 1),
+        (["--provider", "nosuch"], 2),
         (["--tokens", "100Q"], 2),
         (["--tokens", "1e40"], 2),
         (["--market-price", "max"], 2),
