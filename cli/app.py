@@ -48,6 +48,28 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    """``--version``: the installed distribution's version, read only when asked (no import at start-up)."""
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("costopt")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            number = "unknown (not installed)"
+        typer.echo(f"costopt {number}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print costopt's version and exit."
+    ),
+) -> None:
+    """GPU prices, training-time estimates and cost plans for rented GPUs."""
+
+
 def _guarded(function: Callable[..., Any]) -> Callable[..., Any]:
     """Run a command turning Ctrl-C and stray library errors into the project's errors.
 
@@ -62,6 +84,8 @@ def _guarded(function: Callable[..., Any]) -> Callable[..., Any]:
             return function(*args, **kwargs)
         except (CostoptError, typer.Exit):
             raise
+        except BrokenPipeError:
+            _stdout_gone()
         except KeyboardInterrupt:
             raise Interrupted("interrupted") from None
         except Exception as exc:
@@ -77,6 +101,22 @@ def _guarded(function: Callable[..., Any]) -> Callable[..., Any]:
             ) from None
 
     return run
+
+
+def _stdout_gone() -> None:
+    """The reader of the pipe left (``costopt prices -f csv | head``): stop quietly with 141, as a Unix tool
+    killed by SIGPIPE does, instead of an error about output nobody reads."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(141)
+
+
+def _flush() -> None:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_gone()
 
 
 def _register() -> None:
@@ -117,12 +157,17 @@ def _watch_ctrl_c() -> None:
 def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)  # from here on Ctrl-C unwinds cleanly
     try:
+        if os.environ.get("_COSTOPT_COMPLETE"):  # the shell asks what completes a word (costopt completion)
+            from cli.completion import prepare
+
+            prepare()
         _watch_ctrl_c()
         _register()
-        app(args=argv, standalone_mode=True)
+        app(args=argv, prog_name="costopt", complete_var="_COSTOPT_COMPLETE", standalone_mode=True)
     except SystemExit as exc:
         if exc.code == 130:  # typer's own answer to a Ctrl-C outside a command body: exit 130, silently
             sys.stderr.write("costopt: interrupted\n")
+        _flush()
         raise
     except (Interrupted, KeyboardInterrupt):
         sys.stderr.write("costopt: interrupted\n")

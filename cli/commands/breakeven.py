@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from cli.options import DbOption, FormatOption
+from cli.options import DbOption, ExactOption, FormatOption
 from cli.output import Format
 from optimizer import defaults as d
 
@@ -42,9 +42,10 @@ def breakeven_command(
     ] = None,
     db: DbOption = None,
     format: FormatOption = Format.table,
+    exact: ExactOption = False,
 ) -> None:
     """Capex, opex and the rent they compete with: break-even at today's rent and along the rent trend."""
-    from cli.output import print_table, to_json
+    from cli.output import print_table, say, to_rounded_json
     from cli.warehouse_access import open_for_reading
     from optimizer import inputs
     from optimizer.breakeven import Inputs
@@ -82,7 +83,7 @@ def breakeven_command(
     result, along, at_median = answer.today, answer.along_trend, answer.at_history_median
     data = answer.as_dict()
     if format is not Format.table:
-        print(to_json(data))
+        print(to_rounded_json(data, exact=exact))
         return
 
     a = data["assumptions"]
@@ -136,10 +137,10 @@ def breakeven_command(
             rows.append([label, f"${alt['usd_per_gpu_hour']:.2f}/GPU-h", alt["from"]])
     print_table(rows, ["", "value", "from"], title=f"Buy vs rent: {count} x {spec.name}")
     if result.never:
-        print(f"at today's rent: {result.never}")
+        say(f"at today's rent: {result.never}", indent="  ")
     if along.never:
-        print(f"along the rent trend: {along.never}")
-    print(
+        say(f"along the rent trend: {along.never}", indent="  ")
+    say(
         f"assumes: PUE {pue:g}, ${power_price:g}/kWh, ${hosting_per_kw_month:g}/kW-month hosting, "
         f"{life}, {residual:.0%} residual; every assumption is a flag (--help)"
     )

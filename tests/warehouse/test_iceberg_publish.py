@@ -68,6 +68,9 @@ def test_first_publish_reads_back_equal_with_pyiceberg(seeded: Path, target) -> 
     assert len(row) == 1
     assert row[0]["usd_per_hour"] == pytest.approx(3.99 * 8) and row[0]["gpu"] == "H100-SXM"
     assert row[0]["valid_to"] is None and row[0]["valid_from"] == datetime(2026, 11, 20, 3, tzinfo=UTC)
+    # the GPU table tells fp16 from bf16: V100 has FP16 tensor cores only
+    v100 = catalog.load_table("costopt.gpus").scan(row_filter="name == 'V100-16GB'").to_arrow().to_pylist()
+    assert [(g["bf16_tflops"], g["fp16_tflops"]) for g in v100] == [(None, 125.0)]
 
 
 def test_duckdb_reads_the_published_tables(seeded: Path, target) -> None:  # type: ignore[no-untyped-def]
