@@ -135,10 +135,10 @@ def main() -> None:
     parser.add_argument("--nights", type=int, default=3)
     parser.add_argument("--warehouse", type=Path, help="reuse this generated warehouse (it is copied, not changed)")
     parser.add_argument("--out", type=Path, default=None, help="work directory (default bench/out/publish_iceberg)")
-    parser.add_argument("--quick", action="store_true", help="300 offers x 30 days, 2 nights (CI)")
+    parser.add_argument("--quick", action="store_true", help="120 offers x 8 days, 2 nights (CI)")
     args = parser.parse_args()
     if args.quick:
-        args.offers, args.days, args.nights = 300, 30, 2
+        args.offers, args.days, args.nights = 120, 8, 2
     if args.out is None:  # the quick run (CI) leaves nothing behind
         args.out = Path(tempfile.mkdtemp(prefix="costopt-bench-")) if args.quick else Path("bench/out/publish_iceberg")
     shutil.rmtree(args.out, ignore_errors=True)

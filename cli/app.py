@@ -18,7 +18,7 @@ Start-up and exit are part of every command's time, so both are kept short:
   flushing stdout and stderr and closing every warehouse connection: the interpreter's teardown
   (freeing every module and object, DuckDB's and pyarrow's included) took ~0.1 s and wrote nothing.
   The exit code is the one ``sys.exit`` would give; a stdout that cannot be flushed (a closed pipe)
-  exits 120, as Python does. Commands that write keep the full teardown.
+  exits 141, as a tool killed by SIGPIPE does. Commands that write keep the full teardown.
 """
 
 from __future__ import annotations
@@ -58,6 +58,28 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    """``--version``: the installed distribution's version, read only when asked (no import at start-up)."""
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("costopt")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            number = "unknown (not installed)"
+        typer.echo(f"costopt {number}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print costopt's version and exit."
+    ),
+) -> None:
+    """GPU prices, training-time estimates and cost plans for rented GPUs."""
+
+
 def _guarded(function: Callable[..., Any]) -> Callable[..., Any]:
     """Run a command turning Ctrl-C and stray library errors into the project's errors.
 
@@ -72,6 +94,8 @@ def _guarded(function: Callable[..., Any]) -> Callable[..., Any]:
             return function(*args, **kwargs)
         except (CostoptError, typer.Exit):
             raise
+        except BrokenPipeError:
+            _stdout_gone()
         except KeyboardInterrupt:
             raise Interrupted("interrupted") from None
         except Exception as exc:
@@ -89,9 +113,25 @@ def _guarded(function: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+def _stdout_gone() -> None:
+    """The reader of the pipe left (``costopt prices -f csv | head``): stop quietly with 141, as a Unix tool
+    killed by SIGPIPE does, instead of an error about output nobody reads."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(141)
+
+
+def _flush() -> None:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_gone()
+
+
 # commands that write nothing but their output (and, on first use, the seeded default warehouse, which
 # they close before they print): these may skip the interpreter's teardown
-READ_ONLY = frozenset({"plan", "estimate", "breakeven", "prices", "history", "sql", "runs"})
+READ_ONLY = frozenset({"plan", "estimate", "breakeven", "prices", "history", "sql", "runs", "status"})
 
 
 def _register(args: list[str]) -> str | None:
@@ -167,8 +207,8 @@ def _exit_now(code: object) -> None:
         status = 1
     try:
         sys.stdout.flush()
-    except (OSError, ValueError):  # a closed pipe: Python's own exit would also fail the flush, with 120
-        status = 120
+    except (OSError, ValueError):  # the reader left (| head): quietly 141, as _stdout_gone answers
+        status = 141
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.flush()
     os._exit(status)
@@ -177,12 +217,17 @@ def _exit_now(code: object) -> None:
 def _run(args: list[str]) -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)  # from here on Ctrl-C unwinds cleanly
     try:
+        if os.environ.get("_COSTOPT_COMPLETE"):  # the shell asks what completes a word (costopt completion)
+            from cli.completion import prepare
+
+            prepare()
         _watch_ctrl_c()
         _register(args)
-        app(args=args, standalone_mode=True)
+        app(args=args, prog_name="costopt", complete_var="_COSTOPT_COMPLETE", standalone_mode=True)
     except SystemExit as exc:
         if exc.code == 130:  # typer's own answer to a Ctrl-C outside a command body: exit 130, silently
             sys.stderr.write("costopt: interrupted\n")
+        _flush()
         raise
     except (Interrupted, KeyboardInterrupt):
         sys.stderr.write("costopt: interrupted\n")

@@ -1,6 +1,18 @@
-"""Rendering for humans (rich tables) and for scripts (JSON, CSV), shared by every command.
+"""Rendering for humans (tables) and for scripts (JSON, CSV), shared by every command.
 
-Heavy modules (rich) are imported inside the functions so that ``costopt --help`` stays fast.
+Tables are laid out for the width they are read at: the terminal's, ``$COLUMNS`` when set, else 100
+columns on a pipe or in a file (never 200: a log line should read like the screen). A column is a
+``Column`` with a *kind* that says how its values may be cut:
+
+* ``name`` (names, ids, dates, URLs) and every number never wrap: a value is whole or its column is not
+  shown. Columns marked ``drop`` are hidden, highest first, until the table fits, and the footer says
+  which (``--wide`` shows every column at its full width, whatever the terminal);
+* ``text`` (notes, messages) wraps between words.
+
+Numbers are formatted per column, so one column never mixes ``0.57`` and ``1.090``: counts are integers,
+prices (``money``) carry 2 to 4 decimals, other figures as many decimals (at most 4) as the column's
+values need. An empty result says ``none``. Heavy modules (rich) are imported inside the functions that
+print a table, so ``costopt --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -9,19 +21,63 @@ import csv
 import io
 import json
 import math
+import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 from uuid import UUID
 
+PIPE_WIDTH = 100  # a table written to a pipe or a file, when $COLUMNS does not say otherwise
+GAP = 2  # spaces between two columns
+
 
 class Format(StrEnum):
     table = "table"
     json = "json"
     csv = "csv"
+
+
+KINDS = ("auto", "text", "name", "figure", "int", "count", "number", "money")
+RIGHT = ("figure", "int", "count", "number", "money")
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of a table: the row key, its header, how values are formatted and cut.
+
+    ``kind``: ``text`` wraps between words; ``name`` never wraps; ``figure`` a preformatted figure
+    (``$1.11``, ``21.0d``: right-aligned, never wraps); ``int`` an integer as is (ids, years);
+    ``count`` an integer with thousands separators; ``number`` a figure with the decimals the column
+    needs (at most 4); ``money`` a price, 2 to 4 decimals; ``auto`` decides from the values.
+    ``drop`` > 0: hidden on a narrow terminal, highest first. ``wide``: shown only with ``--wide``.
+    """
+
+    key: str
+    header: str | None = None
+    kind: str = "auto"
+    drop: int = 0
+    wide: bool = False
+
+    @property
+    def title(self) -> str:
+        return self.key if self.header is None else self.header
+
+
+def columns_of(spec: Sequence[str | Column], headers: Mapping[str, str] | None = None) -> list[Column]:
+    out = []
+    for c in spec:
+        column = c if isinstance(c, Column) else Column(c)
+        if headers and column.key in headers and column.header is None:
+            column = Column(column.key, headers[column.key], column.kind, column.drop, column.wide)
+        out.append(column)
+    return out
+
+
+# --- plain values, JSON and CSV ---------------------------------------------------------------------
 
 
 def iso_duration(value: timedelta) -> str:
@@ -83,77 +139,386 @@ def _csv_field(value: Any) -> Any:
 
 
 def to_json(data: Any) -> str:
+    """JSON of data as it is (``sql``, ``prices``, ``history``: the warehouse's values, never rounded)."""
     return json.dumps(_plain(data), indent=2, sort_keys=False, allow_nan=False)
 
 
-def _cell(value: Any) -> str:
+# --- the JSON rounding contract of computed answers (plan, estimate, breakeven) ----------------------
+
+EXACT_KEYS = frozenset({"usd_per_hour", "usd_per_instance_hour", "total_params", "active_params", "tokens"})
+"""Figures read from the warehouse or typed by the user: never rounded."""
+
+
+def round_sig(value: float, digits: int = 4) -> float:
+    """``value`` to ``digits`` significant digits (1657.4142321195147 -> 1657.0, 0.35912 -> 0.3591)."""
+    if value == 0 or not math.isfinite(value):
+        return value
+    return round(value, digits - 1 - math.floor(math.log10(abs(value))))
+
+
+RATE_KEYS = frozenset({"rent_90d_median"})
+
+
+def _rule(key: str) -> str | None:
+    """How a JSON number under ``key`` is rounded: ``exact``, ``cents``, ``rate`` or None (inherit)."""
+    if key in EXACT_KEYS:
+        return "exact"
+    if key.endswith("_usd") or "usd_per_month" in key or key.startswith("cost_"):
+        return "cents"
+    if "usd_per_" in key or key in RATE_KEYS:
+        return "rate"
+    return None
+
+
+def rounded(data: Any, rule: str = "sig") -> Any:
+    """``data`` with every float rounded to what it means (the README's JSON contract).
+
+    Money amounts (keys ending ``_usd``, e.g. ``cost_usd``, ``capex_usd``; ``cost_*``; ``*_usd_per_month``) to
+    cents; rates (``usd_per_gpu_hour``, ``*_usd_per_hour``, ``*_usd_per_kwh``) to 4 decimals (a hundredth
+    of a cent); prices as the warehouse holds them (``usd_per_hour``, ``usd_per_instance_hour``) and the
+    user's own counts exact;
+    every other float (hours, days, ratios, shares, FLOPs, GB, TFLOPS) to 4 significant digits. A nested
+    object inherits its key's rule (``cost_usd: {low, expected, high}`` in cents). Integers stay integers.
+    """
+    if isinstance(data, bool) or data is None or isinstance(data, int | str):
+        return data
+    if isinstance(data, float):
+        if not math.isfinite(data) or rule == "exact":
+            return data
+        if rule == "cents":
+            return round(data, 2)
+        if rule == "rate":
+            return round(data, 4)
+        return round_sig(data)
+    if isinstance(data, Mapping):
+        return {k: rounded(v, _rule(str(k)) or rule) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [rounded(v, rule) for v in data]
+    return data
+
+
+def to_rounded_json(data: Any, *, exact: bool = False) -> str:
+    """JSON of a computed answer with the rounding contract applied (see ``rounded``); ``exact``: unrounded."""
+    return to_json(data if exact else rounded(_plain(data)))
+
+
+# --- number formatting for tables -------------------------------------------------------------------
+
+
+def _decimals_needed(value: float, most: int) -> int:
+    for d in range(most + 1):
+        if abs(round(value, d) - value) <= 1e-9 * max(1.0, abs(value)):
+            return d
+    return most
+
+
+def number_format(values: Iterable[Any], kind: str) -> Any:
+    """A formatter for one column's values, so the whole column shares one number of decimals."""
+    floats = [float(v) for v in values if isinstance(v, int | float | Decimal) and not isinstance(v, bool)]
+    floats = [v for v in floats if math.isfinite(v)]
+    low, high = (2, 4) if kind == "money" else (0, 4)
+    decimals = max([low, *(_decimals_needed(v, high) for v in floats)]) if floats else low
+    if kind == "money" and floats and max(abs(v) for v in floats) >= 100:
+        decimals = min(decimals, 2)  # $98.32 an hour: cents are enough beside it
+
+    def fmt(value: Any) -> str:
+        if value is None:
+            return ""
+        if isinstance(value, bool):
+            return str(value).lower()
+        number = float(value)
+        if not math.isfinite(number):
+            return str(number)
+        if kind in ("int", "count") or (kind == "number" and decimals == 0 and number == int(number)):
+            return f"{int(number):,}" if kind != "int" else str(int(number))
+        if number != 0 and abs(number) < 10 ** (-decimals) / 2:
+            return f"{number:.3g}"  # too small for the column's decimals: say it, don't print 0.0000
+        return f"{number:,.{decimals}f}"
+
+    return fmt
+
+
+def _kind_of(values: Sequence[Any]) -> str:
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return "int"
+    if present and all(isinstance(v, int | float | Decimal) and not isinstance(v, bool) for v in present):
+        return "number"
+    if any(isinstance(v, str) and " " in v.strip() for v in present) or any(
+        isinstance(v, list | tuple | dict) for v in present
+    ):
+        return "text"
+    return "name"
+
+
+def _text(value: Any) -> str:
     if value is None:
         return ""
-    if isinstance(value, float):
-        if abs(value) >= 1000:
-            return f"{value:,.0f}"
-        if abs(value) >= 10:
-            return f"{value:.2f}"
-        return f"{value:.4g}" if abs(value) < 1 else f"{value:.3f}"
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M")
-    if isinstance(value, bytes | bytearray | memoryview | timedelta | list | tuple | dict):
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, bytes | bytearray | memoryview | timedelta | list | tuple | dict | Decimal | float | UUID):
         plain = _plain(value)
         return plain if isinstance(plain, str) else json.dumps(plain)
     return str(value)
 
 
-def emit(
-    rows: Sequence[Mapping[str, Any]],
-    columns: Sequence[str],
-    fmt: Format | str,
-    *,
-    title: str | None = None,
-    caption: str | None = None,
-    headers: Mapping[str, str] | None = None,
-    out: Any = None,
-) -> None:
-    """Print rows as a table, JSON (a list of objects) or CSV, with a stable column order."""
-    out = out or sys.stdout
-    fmt = Format(fmt)
-    if fmt is Format.json:
-        out.write(to_json([{c: _plain(r.get(c)) for c in columns} for r in rows]) + "\n")
-        return
-    if fmt is Format.csv:
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows([[_csv_field(r.get(c)) for c in columns] for r in rows])
-        out.write(buffer.getvalue())
-        return
-    print_table(
-        ([_cell(r.get(c)) for c in columns] for r in rows),
-        [(headers or {}).get(c, c) for c in columns],
-        title=title,
-        caption=caption,
-        out=out,
-    )
+def format_cells(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column]) -> tuple[list[list[str]], list[Column]]:
+    """Each row's cells as text, and the columns with their kind decided."""
+    resolved = []
+    formatters = []
+    for column in columns:
+        values = [r.get(column.key) for r in rows]
+        kind = _kind_of(values) if column.kind == "auto" else column.kind
+        if (
+            kind == "number"
+            and values
+            and not all(v is None or (isinstance(v, int | float | Decimal) and not isinstance(v, bool)) for v in values)
+        ):
+            kind = "name"
+        resolved.append(Column(column.key, column.header, kind, column.drop, column.wide))
+        formatters.append(number_format(values, kind) if kind in ("int", "count", "number", "money") else _text)
+    cells = [[f(r.get(c.key)) for f, c in zip(formatters, resolved, strict=True)] for r in rows]
+    return cells, resolved
+
+
+# --- tables -------------------------------------------------------------------------------------------
+
+
+def table_width(stream: Any = None) -> int:
+    """The width a table is laid out for: the terminal's, else ``$COLUMNS``, else 100."""
+    stream = stream or sys.stdout
+    env = os.environ.get("COLUMNS", "").strip()
+    if env.isdigit() and int(env) >= 40:
+        return int(env)
+    try:
+        if stream.isatty():
+            return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        pass
+    return PIPE_WIDTH
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _longest_word(text: str) -> int:
+    return max((len(w) for w in text.split()), default=0)
+
+
+@dataclass(slots=True)
+class _Layout:
+    shown: list[int]  # indexes of the columns shown
+    widths: list[int]  # one per shown column
+    hidden: list[str]  # headers of the columns dropped to fit
+    cut: bool  # some value could not be shown whole
+
+
+def layout(cells: Sequence[Sequence[str]], columns: Sequence[Column], width: int | None) -> _Layout:
+    """Which columns to show at which widths so the table fits ``width`` (None: no limit).
+
+    Names and numbers keep their full width (their header may wrap between words); text columns
+    shrink down to their longest word (at most 24) and wrap. Droppable columns go first, highest
+    ``drop`` first, then the rightmost among equals.
+    """
+    natural, least = [], []
+    for i, column in enumerate(columns):
+        values = [row[i] for row in cells]
+        content = max((len(v) for v in values), default=0)
+        header_min = _longest_word(column.title)
+        natural.append(max(content, len(column.title)))
+        if column.kind == "text":
+            least.append(min(natural[-1], max(header_min, min(24, max((_longest_word(v) for v in values), default=0)))))
+        else:
+            least.append(max(content, header_min))  # a name or a figure whole; its header may wrap between words
+    shown = list(range(len(columns)))
+    hidden: list[int] = []
+
+    def need(indexes: list[int]) -> int:
+        return sum(least[i] for i in indexes) + GAP * max(0, len(indexes) - 1)
+
+    if width is not None:
+        while need(shown) > width:
+            droppable = [i for i in shown if columns[i].drop > 0]
+            if not droppable:
+                break
+            victim = max(droppable, key=lambda i: (columns[i].drop, i))
+            shown.remove(victim)
+            hidden.append(victim)
+    widths = [least[i] for i in shown]
+    cut = width is not None and need(shown) > width
+    room = (width if width is not None else 10**9) - need(shown)
+    # share the room left among the text columns (water-filling: a column that needs less gives the rest back)
+    growable = [k for k, i in enumerate(shown) if columns[i].kind == "text"]
+    while room > 0 and (growable := [k for k in growable if widths[k] < natural[shown[k]]]):
+        share = max(1, room // len(growable))
+        for k in growable:
+            extra = min(share, natural[shown[k]] - widths[k], room)
+            widths[k] += extra
+            room -= extra
+    # then to headers that would wrap: one line each while the room lasts
+    for k, i in enumerate(shown):
+        extra = min(room, natural[i] - widths[k])
+        if extra > 0:
+            widths[k] += extra
+            room -= extra
+    names = [columns[i].title or columns[i].key for i in sorted(hidden)]
+    return _Layout(shown, widths, names, cut)
+
+
+def _settle(column: Column, cells: Sequence[str]) -> Column:
+    """A preformatted column of kind ``auto``: free text (wraps) when its cells are phrases, else a name."""
+    if column.kind != "auto":
+        return column
+    phrases = any(" " in c.strip() for c in cells) and max((len(c) for c in cells), default=0) > 16
+    return Column(column.key, column.header, "text" if phrases else "name", column.drop, column.wide)
 
 
 def print_table(
-    rows: Iterable[Sequence[str]],
-    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    columns: Sequence[Column | str],
     *,
     title: str | None = None,
-    caption: str | None = None,
+    caption: str | Sequence[str] | None = None,
+    wide: bool = False,
     out: Any = None,
+    empty: str = "none",
 ) -> None:
+    """Print preformatted cells as a table that fits the width it is read at (see the module docstring).
+
+    ``caption`` lines go under the table, left-aligned; a note on hidden columns is added when the
+    table had to drop some. No rows: the title and ``none``.
+    """
+    import textwrap
+
+    from rich import box
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=title, caption=caption, header_style="bold", show_lines=False)
-    for name in header:
-        table.add_column(name, overflow="fold")
-    for row in rows:
-        table.add_row(*row)
     stream = out or sys.stdout
-    interactive = out is None and stream.isatty()
-    Console(file=stream, width=None if interactive else 200).print(table)  # pipes and logs get full rows
+    spec = [_settle(c, [row[i] for row in rows]) for i, c in enumerate(columns_of(columns))]
+    if not wide:
+        keep = [i for i, c in enumerate(spec) if not c.wide]
+        spec = [spec[i] for i in keep]
+        rows = [[row[i] for i in keep] for row in rows]
+    width = table_width(stream)
+    lines = [caption] if isinstance(caption, str) else list(caption or [])
+    console_width = width
+    if not rows:
+        console = Console(file=stream, width=width, highlight=False, soft_wrap=False)
+        console.print(Text(f"{title}: {empty}" if title else empty))
+        for line in lines:
+            console.print(Text(line))
+        return
+    plan = layout(rows, spec, None if wide else width)
+    if wide:
+        console_width = max(width, sum(plan.widths) + GAP * (len(plan.widths) - 1))
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+        header_style="bold",
+    )
+    for i, w in zip(plan.shown, plan.widths, strict=True):
+        column = spec[i]
+        header = column.title if len(column.title) <= w else textwrap.fill(column.title, width=w)
+        table.add_column(
+            Text(header),
+            width=w,
+            no_wrap=column.kind != "text",
+            overflow="fold" if column.kind == "text" else "ellipsis",
+            justify="right" if column.kind in RIGHT else "left",
+        )
+    for row in rows:
+        table.add_row(*(Text(row[i]) for i in plan.shown))
+    if plan.hidden:
+        lines.append(f"hidden to fit {width} columns: {', '.join(plan.hidden)} (--wide shows every column)")
+    elif plan.cut:
+        lines.append(f"values cut with ... to fit {width} columns: --wide or --format csv shows them whole")
+    terminal = _isatty(stream)
+    captured = io.StringIO()  # a pipe or a file gets no trailing blanks
+    console = Console(file=stream if terminal else captured, width=console_width, highlight=False, soft_wrap=False)
+    if title:  # above the table, at the terminal's width (a title is not squeezed to a narrow table's)
+        console.print(Text(title, style="bold"))
+    console.print(table)
+    for line in lines:
+        console.print(Text(line))
+    if not terminal:
+        stream.write("\n".join(line.rstrip() for line in captured.getvalue().splitlines()) + "\n")
+
+
+def emit(
+    rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[str | Column],
+    fmt: Format | str,
+    *,
+    title: str | None = None,
+    caption: str | Sequence[str] | None = None,
+    headers: Mapping[str, str] | None = None,
+    out: Any = None,
+    wide: bool = False,
+    total: int | None = None,
+    limit_flag: str = "--limit",
+    empty: str = "none",
+) -> None:
+    """Print rows as a table, JSON (a list of objects) or CSV, with a stable column order.
+
+    ``total``: how many rows there were before a limit; a table's footer says when rows were cut,
+    and JSON/CSV say it on stderr (never silently).
+    """
+    out = out or sys.stdout
+    fmt = Format(fmt)
+    spec = columns_of(columns, headers)
+    cut = total is not None and total > len(rows)
+    if fmt is Format.json:
+        out.write(to_json([{c.key: _plain(r.get(c.key)) for c in spec} for r in rows]) + "\n")
+    elif fmt is Format.csv:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow([c.key for c in spec])
+        writer.writerows([[_csv_field(r.get(c.key)) for c in spec] for r in rows])
+        out.write(buffer.getvalue())
+    if fmt is not Format.table:
+        if cut:
+            note(f"costopt: {len(rows)} of {total} rows ({limit_flag} {len(rows)}); leave out {limit_flag} for all")
+        return
+    lines = [caption] if isinstance(caption, str) else list(caption or [])
+    if cut:
+        lines.append(f"showing {len(rows)} of {total}; {limit_flag} to change")
+    cells, resolved = format_cells(rows, spec)
+    print_table(cells, resolved, title=title, caption=lines, wide=wide, out=out, empty=empty)
+
+
+def limited(rows: list[Any], limit: int | None, fmt: Format | str, default: int) -> tuple[list[Any], int]:
+    """The rows a command shows and how many there were: tables default to ``default`` rows, JSON and
+    CSV to all of them; an explicit ``--limit`` applies to every format."""
+    if limit is None:
+        limit = default if Format(fmt) is Format.table else None
+    return (rows if limit is None else rows[:limit]), len(rows)
+
+
+def say(text: str, *, indent: str = "", out: Any = None) -> None:
+    """A line of prose wrapped at the table width (``indent`` before continuation lines), never mid-word."""
+    import textwrap
+
+    stream = out or sys.stdout
+    width = table_width(stream)
+    wrapped = textwrap.fill(text, width=width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+    stream.write(wrapped + "\n")
+
+
+def age_text(hours: float | None) -> str:
+    """An age at a glance: ``9h`` under two days, else ``188d``."""
+    if hours is None:
+        return ""
+    return f"{hours:.0f}h" if hours < 48 else f"{hours / 24:.0f}d"
 
 
 def note(message: str) -> None:

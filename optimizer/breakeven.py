@@ -180,11 +180,11 @@ def breakeven(inputs: Inputs) -> Breakeven:
                 f"never within the hardware's {inputs.life_years:g}-year life: at {inputs.utilization:.0%} "
                 f"utilization it would take {needed:.1f} months"
             )
-        if u_star is not None and needed is not None:
+        if u_star is not None:  # what utilization would pay it off within the life, even when today's never does
             never += (
                 f"; within the life it would need {u_star:.0%} utilization"
                 if u_star > 1
-                else f"; within the life it would at {u_star:.0%} utilization or more"
+                else f"; within the life it would pay off at {u_star:.0%} utilization or more"
             )
     rent_now = inputs.rent_at(0)
     return Breakeven(

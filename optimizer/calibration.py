@@ -55,7 +55,7 @@ def job_of(row: dict[str, str], stack: str | None = None) -> Job:
     return Job(
         model=_model(row),
         tokens=float(row["tokens_b"]) * 1e9,
-        precision="fp8" if row["precision"] == "fp8" else "bf16",
+        precision=row["precision"] if row["precision"] in ("fp8", "fp16") else "bf16",
         seq_len=int(row["seq_len"]) if row["seq_len"] else None,
         recompute=row["recompute"] or "selective",
         stack=stack or row["stack"],

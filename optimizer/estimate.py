@@ -16,7 +16,7 @@ from optimizer.models import ModelSpec
 from warehouse.errors import UsageError
 from warehouse.gpus import GpuSpec
 
-PRECISIONS = ("bf16", "fp8")
+PRECISIONS = ("bf16", "fp16", "fp8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,11 +108,21 @@ class Estimate:
         }
 
 
+def precision_note(gpu: GpuSpec, precision: str) -> str | None:
+    """Why the job runs in another precision than asked on ``gpu`` (bf16 on V100/T4), or None."""
+    used = gpu.precision_used(precision)
+    if used == precision:
+        return None
+    return f"{gpu.name} has no bf16 tensor cores: the job runs in fp16 mixed precision (loss scaling), at its fp16 peak"
+
+
 def assumptions(est: Estimate) -> dict[str, Any]:
     job = est.job
     return {
         "method": job.method,
         "precision": job.precision,
+        "precision_used": est.gpu.precision_used(job.precision),
+        "precision_note": precision_note(est.gpu, job.precision),
         "peak_tflops_per_gpu": mfu_model.peak_flops(est.gpu, job.precision) / 1e12,
         "flops_weights": est.flops.weights,
         "flops_attention": est.flops.attention,
@@ -150,7 +160,7 @@ def estimate(
     if fabric not in mfu_model.FABRICS:
         raise UsageError(f"--fabric must be one of {', '.join(mfu_model.FABRICS)}, got {fabric!r}")
     if job.precision == "fp8" and gpu.fp8_tflops is None:
-        raise UsageError(f"{gpu.name} has no FP8 tensor cores; use --precision bf16")
+        raise UsageError(f"{gpu.name} has no FP8 tensor cores; use --precision bf16 or fp16")
     model = job.model
     flops = job.flops()
     if mfu_override is not None:

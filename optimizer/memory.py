@@ -85,7 +85,8 @@ def memory_fit(
         reason = f"{per_gpu / gb:.1f} GB per GPU of {usable / gb:.0f} GB usable"
     else:
         reason = (
-            f"needs {per_gpu / gb:.1f} GB per GPU on {gpus} GPU(s), {usable / gb:.0f} GB usable: "
+            f"needs {per_gpu / gb:.1f} GB per GPU on {gpus} GPU{'s' if gpus != 1 else ''}, "
+            f"{usable / gb:.0f} GB usable: "
             f"at least {min_gpus} GPUs with {gpu_memory_gb:g} GB"
         )
     return MemoryFit(

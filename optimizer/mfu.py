@@ -177,7 +177,7 @@ def small_model_factor(gpu: GpuSpec, active_params: float, fit: Fit = FITTED) ->
     """Share of the MFU a model this small keeps: memory-bound work and launches against its matmuls."""
     if fit.small_params <= 0:
         return 1.0
-    overhead = gpu.bf16_tflops / REFERENCE_TFLOPS * (fit.small_params / active_params) ** SMALL_EXPONENT
+    overhead = gpu.tensor16_tflops / REFERENCE_TFLOPS * (fit.small_params / active_params) ** SMALL_EXPONENT
     return 1.0 / (1.0 + overhead)
 
 
@@ -211,7 +211,8 @@ def realized_mfu(
     factors = {
         "base": fit.base,
         "stack": fit.stack(stack),
-        "bandwidth": (gpu.memory_bandwidth_gb_s / gpu.bf16_tflops / REFERENCE_BYTES_PER_FLOP) ** fit.bandwidth_exponent,
+        "bandwidth": (gpu.memory_bandwidth_gb_s / gpu.tensor16_tflops / REFERENCE_BYTES_PER_FLOP)
+        ** fit.bandwidth_exponent,
         "small_model": small_model_factor(gpu, active_params, fit),
         "intra_node": 1.0,
         "nodes": 1.0 / (1.0 + NODE_PENALTY[fabric] * math.log2(nodes)),
@@ -238,7 +239,7 @@ def realized_mfu(
         factors["software"] = amd
     if precision == "fp8":
         assert gpu.fp8_tflops is not None
-        factors["fp8"] = FP8_GAIN * gpu.bf16_tflops / gpu.fp8_tflops
+        factors["fp8"] = FP8_GAIN * gpu.tensor16_tflops / gpu.fp8_tflops
     expected = min(math.prod(factors.values()), MFU_CEILING)
     band_low, band_high = fit.band(stack)
     high = min(expected * band_high, MFU_CEILING)
@@ -246,8 +247,10 @@ def realized_mfu(
 
 
 def peak_flops(gpu: GpuSpec, precision: str) -> float:
-    """Dense peak FLOP/s per GPU for the precision (FP8 only where the GPU has it)."""
-    tflops = gpu.fp8_tflops if precision == "fp8" else gpu.bf16_tflops
+    """Dense peak FLOP/s per GPU for the precision the job runs in on this GPU (``GpuSpec.precision_used``):
+    FP8 only where the GPU has it; BF16, or FP16 mixed precision where the GPU has no BF16 (V100, T4)."""
+    used = gpu.precision_used(precision)
+    tflops = {"fp8": gpu.fp8_tflops, "fp16": gpu.fp16_tflops, "bf16": gpu.bf16_tflops}[used]
     assert tflops is not None
     return tflops * 1e12
 

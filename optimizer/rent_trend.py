@@ -20,12 +20,18 @@ warehouse, with its uncertainty and the period it rests on:
   they moved in the period, not a forecast of shocks.
 * **Too little history** (no offer listed over at least ``MIN_SPAN_DAYS`` days, or fewer than
   ``MIN_DAYS`` offer-days): the stated default below, named as such with its source.
+* **One provider is not the market**: a break-even competes with the rents a renter can get anywhere,
+  and one provider's list price can stand still for years (GCP's a3-highgpu-8g: $88.49 an hour since
+  May 2024) while the market moves, or be cut once (AWS p5, June 2025). So the fit is used only when
+  at least ``MIN_PROVIDERS`` providers have history over ``MIN_SPAN_DAYS`` days each; with fewer, the
+  stated default is used and the one-provider fit is still reported (``fit_rate_per_year``).
 
 The projection is ``rent(t) = rent_now x (1 + rate)^t`` (t in years), the path break-even walks along.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Iterable
@@ -40,6 +46,7 @@ if TYPE_CHECKING:
 
 MIN_SPAN_DAYS = 180  # a fit needs an offer listed over at least half a year ...
 MIN_DAYS = 30  # ... and at least this many offer-days with a price
+MIN_PROVIDERS = 2  # ... from at least this many providers with such a long history each
 Z95 = 1.959964
 DAYS_PER_YEAR = 365.25
 MAX_RHO = 0.99  # cap on the autocorrelation used to widen the error (rho -> 1 would make it infinite)
@@ -79,6 +86,7 @@ class RentTrend:
     rho: float | None = None  # lag-1 autocorrelation of the fit's residuals
     naive_rate_per_year: float | None = None  # the same fit on the cheapest of all providers per day
     why_default: str | None = None
+    fit_rate_per_year: float | None = None  # the fit itself, also when the default was used instead
 
     def rent_at(self, rent_now: float, years: float) -> float:
         """The projected rent ``years`` from now (a price per hour in, the same unit out)."""
@@ -107,6 +115,7 @@ class RentTrend:
             "autocorrelation": None if self.rho is None else round(self.rho, 3),
             "naive_rate_per_year": None if self.naive_rate_per_year is None else round(self.naive_rate_per_year, 4),
             "why_default": self.why_default,
+            "fit_rate_per_year": None if self.fit_rate_per_year is None else round(self.fit_rate_per_year, 4),
         }
 
 
@@ -211,12 +220,15 @@ def _annual(slope_per_day: float) -> float:
     return math.exp(slope_per_day * DAYS_PER_YEAR) - 1
 
 
-def fit(gpu: str, intervals: Iterable[tuple[str, str, date, date, float]]) -> RentTrend:
+def fit(
+    gpu: str, intervals: Iterable[tuple[str, str, date, date, float]], *, min_providers: int = MIN_PROVIDERS
+) -> RentTrend:
     """The trend of ``(provider, offer, first day, last day, on-demand $/GPU-hour)`` price runs.
 
     Each run says the offer was listed at that price on every UTC day from its first to its last day
     (inclusive). Where two runs of one offer share a day (a price changed that day), the later price
-    owns it. Falls back to the stated default when the history is too short.
+    owns it. Falls back to the stated default when the history is too short, or when fewer than
+    ``min_providers`` providers have a long enough history of their own.
     """
     by_offer: dict[str, list[tuple[date, date, float]]] = {}
     provider_of: dict[str, str] = {}
@@ -257,6 +269,23 @@ def fit(gpu: str, intervals: Iterable[tuple[str, str, date, date, float]]) -> Re
             for t in range(a, b + 1):
                 cheapest[t] = min(y, cheapest.get(t, math.inf))
     naive = _ols_runs(runs_of(("all", _ORIGIN + timedelta(days=t), math.exp(y)) for t, y in cheapest.items()))
+    reach: dict[str, tuple[int, int]] = {}  # per provider: its first and last day
+    for offer, runs in groups.items():
+        a, b = reach.get(provider_of[offer], (runs[0][0], runs[-1][1]))
+        reach[provider_of[offer]] = (min(a, runs[0][0]), max(b, runs[-1][1]))
+    long_enough = sorted(p for p, (a, b) in reach.items() if b - a >= MIN_SPAN_DAYS)
+    if len(long_enough) < min_providers:
+        held = ", ".join(long_enough) or "no provider"
+        fallback = default_trend(
+            gpu,
+            f"only {held} has price history over {MIN_SPAN_DAYS} days; one provider's list price is not the "
+            f"market (its own fit: {_annual(found.slope):+.1%} a year, {found.first}..{found.last})",
+        )
+        return dataclasses.replace(
+            fallback,
+            fit_rate_per_year=_annual(found.slope),
+            naive_rate_per_year=None if naive is None else _annual(naive.slope),
+        )
     return RentTrend(
         gpu=gpu,
         rate_per_year=_annual(found.slope),
@@ -274,6 +303,7 @@ def fit(gpu: str, intervals: Iterable[tuple[str, str, date, date, float]]) -> Re
         providers=providers,
         rho=found.rho,
         naive_rate_per_year=None if naive is None else _annual(naive.slope),
+        fit_rate_per_year=_annual(found.slope),
     )
 
 

@@ -12,9 +12,7 @@ import re
 from warehouse.errors import UsageError
 
 SUFFIXES = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
-DURATION_HOURS = {"m": 1 / 60, "min": 1 / 60, "h": 1.0, "d": 24.0, "w": 168.0}
 _COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)\s*$", re.IGNORECASE)
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(min|m|h|d|w)\s*$", re.IGNORECASE)
 
 
 def parse_count(text: str, *, what: str = "value") -> float:
@@ -31,22 +29,11 @@ def parse_count(text: str, *, what: str = "value") -> float:
 
 
 def parse_duration_hours(text: str, *, what: str = "duration") -> float:
-    """``14d`` -> 336.0, ``36h``, ``2w``, ``90min``; a bare number is hours."""
-    raw = str(text).strip()
-    match = _DURATION.match(raw)
-    if match is not None:
-        value = float(match.group(1)) * DURATION_HOURS[match.group(2).lower()]
-    else:
-        try:
-            value = float(raw)
-        except ValueError:
-            raise UsageError(
-                f"cannot read {what} {text!r}: write a number with a unit, e.g. 90min, 36h, 14d, 2w "
-                "(a bare number means hours)"
-            ) from None
-    if not math.isfinite(value) or value <= 0:
-        raise UsageError(f"{what} must be positive, got {text!r}")
-    return value
+    """``14d`` -> 336.0, ``36h``, ``2w``, ``90min``, ``3mo``: costopt's one duration grammar
+    (``warehouse.durations``: a number and a unit; ``m`` and bare numbers are refused as ambiguous)."""
+    from warehouse.durations import parse_hours
+
+    return parse_hours(text, what=what)
 
 
 def positive(value: float, what: str) -> float:

@@ -146,6 +146,18 @@ class Provider(ABC):
     # variables that say *what* to read (regions), as opposed to where from (base URLs) or with
     # which credential: honoured in replay and re-parse too, so those read what a refresh reads
     config_vars: ClassVar[tuple[str, ...]] = ()
+    # the credential this provider reads (an environment variable), whether it cannot run without it, and
+    # what it reads without it: what `costopt status` reports (never the value)
+    credential_var: ClassVar[str | None] = None
+    credential_required: ClassVar[bool] = False
+    without_credential: ClassVar[str] = ""
+
+    def configured_regions(self) -> tuple[str, ...] | None:
+        """The regions this provider is configured to read (None: every region its source lists).
+
+        A bad value of the region variable raises ``ProviderError`` naming the variable.
+        """
+        return None
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self.env: Mapping[str, str] = os.environ if env is None else env

@@ -17,7 +17,6 @@ The job is added without ``next_run_time`` unless ``--run-now``: in APScheduler 
 from __future__ import annotations
 
 import itertools
-import re
 import signal
 import sys
 import threading
@@ -36,13 +35,10 @@ DEFAULT_CRON = "0 3 * * *"
 
 
 def parse_every(text: str) -> timedelta:
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*", text.lower())
-    if not match:
-        raise UsageError(f"cannot read --every {text!r}: use a number with s, m, h or d, e.g. 6h or 30m")
-    value = float(match.group(1))
-    if value <= 0:
-        raise UsageError("--every must be positive")
-    return timedelta(seconds=value * {"s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)])
+    """``--every``: costopt's one duration grammar (``warehouse.durations``): ``2s``, ``30min``, ``6h``, ``1d``."""
+    from warehouse.durations import parse_duration
+
+    return parse_duration(text, what="--every")
 
 
 def make_trigger(cron: str | None, every: str | None, timezone: str, jitter: int | None = None) -> Any:

@@ -172,34 +172,23 @@ def _load_gpus(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def refresh_gpus(con: duckdb.DuckDBPyConnection, specs: list) -> None:  # type: ignore[type-arg]
-    """Replace the ``gpus`` reference table with the shipped one (it is reference data, not history)."""
+    """Replace the ``gpus`` reference table with the shipped one (it is reference data, not history).
+
+    Columns are named: ``fp16_tflops`` (migration 6) sits last in the table but beside ``bf16_tflops``
+    in the CSV. Only the columns the table has are written, so a warehouse opened at an older schema
+    version (a test of an old migration, a downgrade check) still gets its reference rows."""
+    from warehouse.gpus import CSV_COLUMNS
+
     con.execute("DELETE FROM gpus")
     if not specs:
         return
+    present = {
+        r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = 'gpus'").fetchall()
+    }
+    columns = [c for c in CSV_COLUMNS if c != "aliases" and c in present]
     con.executemany(
-        "INSERT INTO gpus VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        [
-            [
-                s.name,
-                list(s.aliases),
-                s.vendor,
-                s.architecture,
-                s.form_factor,
-                s.memory_gb,
-                s.memory_bandwidth_gb_s,
-                s.bf16_tflops,
-                s.fp8_tflops,
-                s.tdp_w,
-                s.intra_node,
-                s.interconnect,
-                s.purchase_price_usd,
-                s.purchase_price_date,
-                s.purchase_price_source,
-                s.spec_source,
-                s.notes,
-            ]
-            for s in specs
-        ],
+        f"INSERT INTO gpus (aliases, {', '.join(columns)}) VALUES (?, {', '.join('?' * len(columns))})",
+        [[list(s.aliases), *(getattr(s, c) for c in columns)] for s in specs],
     )
 
 

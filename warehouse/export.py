@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import duckdb
 
 PRICE_COLUMNS = (
+    "offer_id",
     "provider",
     "region",
     "instance_type",
@@ -28,8 +29,14 @@ PRICE_COLUMNS = (
     "valid_from",
     "valid_to",
     "last_seen",
+    "first_run",
+    "last_run",
     "source",
+    "source_time",
+    "source_basis",
+    "effective_since",
 )
+"""The ``price_history`` view's columns: ``offer_id`` and ``first_run``/``last_run`` join to ``scrape_runs``."""
 RUN_COLUMNS = (
     "run_id",
     "provider",
@@ -46,6 +53,11 @@ RUN_COLUMNS = (
     "bytes_downloaded",
     "seconds",
     "error",
+    "source_urls",
+    "parser_version",
+    "notes",
+    "data_origin",
+    "figures_as_of",
 )
 GPU_COLUMNS = (
     "name",
@@ -53,6 +65,7 @@ GPU_COLUMNS = (
     "memory_gb",
     "memory_bandwidth_gb_s",
     "bf16_tflops",
+    "fp16_tflops",
     "fp8_tflops",
     "tdp_w",
     "intra_node",

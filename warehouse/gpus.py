@@ -24,6 +24,7 @@ CSV_COLUMNS = (
     "memory_gb",
     "memory_bandwidth_gb_s",
     "bf16_tflops",
+    "fp16_tflops",
     "fp8_tflops",
     "tdp_w",
     "intra_node",
@@ -46,7 +47,8 @@ class GpuSpec:
     form_factor: str
     memory_gb: float
     memory_bandwidth_gb_s: float
-    bf16_tflops: float  # dense tensor TFLOPS; FP16 where the GPU has no BF16 (V100, T4)
+    bf16_tflops: float | None  # dense tensor TFLOPS; None where the GPU has no BF16 (Volta V100, Turing T4)
+    fp16_tflops: float  # dense FP16 tensor TFLOPS (FP32 accumulate); the BF16 rate on Ampere/CDNA 2 and later
     fp8_tflops: float | None  # dense; None where the GPU has no FP8
     tdp_w: float
     intra_node: str  # one of INTRA_NODE_KINDS: how GPUs inside one server talk
@@ -56,6 +58,19 @@ class GpuSpec:
     purchase_price_source: str
     spec_source: str
     notes: str
+
+    @property
+    def tensor16_tflops(self) -> float:
+        """The dense 16-bit tensor rate mixed-precision training runs at: BF16, or FP16 where there is no BF16.
+
+        The MFU model's GPU terms (bytes per FLOP, small-matrix overhead) are stated against this rate.
+        """
+        return self.bf16_tflops if self.bf16_tflops is not None else self.fp16_tflops
+
+    def precision_used(self, precision: str) -> str:
+        """The precision a job asked to run in ``precision`` runs in here: bf16 becomes fp16 mixed precision
+        (with loss scaling) on a GPU without BF16 tensor cores; fp16 and fp8 stay (fp8 needs FP8 cores)."""
+        return "fp16" if precision == "bf16" and self.bf16_tflops is None else precision
 
     @property
     def consumer(self) -> bool:
@@ -88,7 +103,8 @@ def _spec(row: dict[str, str]) -> GpuSpec:
         form_factor=row["form_factor"],
         memory_gb=required("memory_gb"),
         memory_bandwidth_gb_s=required("memory_bandwidth_gb_s"),
-        bf16_tflops=required("bf16_tflops"),
+        bf16_tflops=_float(row["bf16_tflops"]),
+        fp16_tflops=required("fp16_tflops"),
         fp8_tflops=_float(row["fp8_tflops"]),
         tdp_w=required("tdp_w"),
         intra_node=row["intra_node"],

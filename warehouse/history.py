@@ -4,36 +4,40 @@ from __future__ import annotations
 
 import re
 import statistics
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
+from warehouse.durations import parse_duration
 from warehouse.errors import UsageError
 from warehouse.queries import rows
 
 if TYPE_CHECKING:
     import duckdb
 
-_UNITS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365}
-
-
 EVERYTHING = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def parse_since(text: str, now: datetime | None = None) -> datetime:
-    """``90d``, ``12w``, ``6m``, ``1y``, ``36h`` back from now, an ISO date, or ``all``."""
+    """A duration back from now (``90d``, ``12w``, ``6mo``, ``1y``, ``36h``: ``warehouse.durations``),
+    a date (``2026-01-31``, UTC midnight), or ``all``."""
     now = now or datetime.now(UTC)
     if text.strip().lower() == "all":
         return EVERYTHING
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([hdwmy])\s*", text.lower())
-    if match:
-        return now - timedelta(days=float(match.group(1)) * _UNITS[match.group(2)])
     try:
         day = date.fromisoformat(text.strip())
     except ValueError:
+        pass
+    else:
+        return datetime(day.year, day.month, day.day, tzinfo=UTC)
+    if not re.match(r"^\s*[0-9.]", text):
         raise UsageError(
-            f"cannot read --since {text!r}: use 90d, 12w, 6m, 1y, 36h, all or a date like 2026-01-31"
-        ) from None
-    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+            f"cannot read --since {text!r}: write a period back from now (90d, 12w, 6mo, 1y, 36h), "
+            "a date like 2026-01-31, or all"
+        )
+    try:
+        return now - parse_duration(text, what="--since")
+    except OverflowError:
+        return EVERYTHING
 
 
 def daily_cheapest(

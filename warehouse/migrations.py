@@ -327,4 +327,19 @@ CREATE TABLE archive_imports (
     )
 )
 
+MIGRATIONS.append(
+    (
+        6,
+        "fp16 tensor rate apart from bf16",
+        """
+-- The dense FP16 tensor rate, apart from BF16: Volta (V100) and Turing (T4) have FP16 tensor cores and
+-- no BF16, yet bf16_tflops held their FP16 rate. From here bf16_tflops is NULL on those GPUs and a bf16
+-- job runs there in fp16 mixed precision; every other GPU has one rate for both.
+ALTER TABLE gpus ADD COLUMN fp16_tflops DOUBLE;
+UPDATE gpus SET fp16_tflops = bf16_tflops;
+UPDATE gpus SET bf16_tflops = NULL WHERE architecture IN ('Volta', 'Turing');
+""",
+    )
+)
+
 LATEST = MIGRATIONS[-1][0]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from warehouse.errors import UsageError
-
 if TYPE_CHECKING:
     import duckdb
 
@@ -17,15 +15,6 @@ def canonical_gpus(names: list[str] | None) -> list[str] | None:
     from warehouse.gpus import catalog
 
     return sorted({catalog().resolve(name).name for name in names})
-
-
-def _check_known(con: duckdb.DuckDBPyConnection, column: str, values: list[str] | None) -> None:
-    if not values:
-        return
-    known = [r[0] for r in con.execute(f"SELECT DISTINCT {column} FROM offers ORDER BY 1").fetchall()]
-    unknown = [v for v in values if v not in known]
-    if unknown:
-        raise UsageError(f"unknown {column} {', '.join(unknown)}; known: {', '.join(known)}")
 
 
 def rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
@@ -48,11 +37,9 @@ def current_prices(
     if canonical:
         where.append(f"gpu IN ({','.join('?' * len(canonical))})")
         params += canonical
-    _check_known(con, "provider", providers)
     if providers:
         where.append(f"provider IN ({','.join('?' * len(providers))})")
         params += providers
-    _check_known(con, "region", regions)
     if regions:
         where.append(f"region IN ({','.join('?' * len(regions))})")
         params += regions

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from cli.options import DbOption, FormatOption
+from cli.options import DbOption, ExactOption, FormatOption
 from cli.output import Format
 from optimizer import defaults as d
 
@@ -31,22 +31,41 @@ def breakeven_command(
             "--rent-price", help="Rent per GPU-hour (default: cheaper of cloud on-demand and the marketplace median)."
         ),
     ] = None,
+    rent_trend: Annotated[
+        str | None,
+        typer.Option(
+            "--rent-trend",
+            help="How rents change a year, e.g. -30%/y or 0 (default: fitted on the price history, "
+            "or a stated default when it is too short).",
+            show_default=False,
+        ),
+    ] = None,
     db: DbOption = None,
     format: FormatOption = Format.table,
+    exact: ExactOption = False,
 ) -> None:
-    """Capex, opex and the rent they compete with: break-even hours, utilization and months."""
-    from cli.output import print_table, to_json
+    """Capex, opex and the rent they compete with: break-even at today's rent and along the rent trend."""
+    from cli.output import print_table, say, to_rounded_json
     from cli.warehouse_access import open_for_reading
     from optimizer import inputs
-    from optimizer.breakeven import Inputs, breakeven
+    from optimizer.breakeven import Inputs
+    from optimizer.buy_or_rent import choose_trend, report
+    from optimizer.rent_trend import parse_rate
     from warehouse.errors import UsageError
     from warehouse.gpus import catalog
 
     spec = catalog().resolve(gpu)
+    if rent_trend is not None:
+        parse_rate(rent_trend)  # a bad value fails before anything is read
     observed: dict = {"current": None, "median": None, "median_days": 0, "cloud": None, "market": None}
-    if rent_price is None:
+    if rent_price is None or rent_trend is None:
         with open_for_reading(db) as wh:
-            observed = inputs.rent_observed(wh.con, spec.name)
+            if rent_price is None:
+                observed = inputs.rent_observed(wh.con, spec.name)
+            trend = choose_trend(wh.con, spec.name, rent_trend)
+    else:
+        trend = choose_trend(None, spec.name, rent_trend)
+    if rent_price is None:
         if observed["current"] is None:
             raise UsageError(f"no observed on-demand rent for {spec.name} in the warehouse: give --rent-price")
         rent, source = observed["current"], observed["current_from"]
@@ -56,26 +75,15 @@ def breakeven_command(
         gpu=spec, count=count, utilization=utilization, power_price=power_price, pue=pue, life_years=life_years,
         residual=residual, server_cost=server_cost, hosting_per_kw_month=hosting_per_kw_month,
     )  # fmt: skip
-    result = breakeven(Inputs(rent_usd_per_gpu_hour=rent, rent_source=source, **common))  # type: ignore[arg-type]
-    data = result.as_dict()
-    at_median = None
-    if observed["median"] and rent_price is None:
-        at_median = breakeven(
-            Inputs(rent_usd_per_gpu_hour=observed["median"], rent_source="90-day median", **common)  # type: ignore[arg-type]
-        )
-    data["rent"] = {
-        "usd_per_gpu_hour": rent,
-        "source": source,
-        "cloud_on_demand": observed["cloud"],
-        "marketplace_median": observed["market"],
-        "history_median_usd_per_gpu_hour": observed["median"],
-        "history_days_observed": observed["median_days"],
-        "at_history_median": None
-        if at_median is None
-        else {k: at_median.as_dict()[k] for k in ("months_to_break_even", "break_even_utilization", "never")},
-    }
+    answer = report(
+        Inputs(rent_usd_per_gpu_hour=rent, rent_source=source, **common),  # type: ignore[arg-type]
+        trend,
+        observed if rent_price is None else None,
+    )
+    result, along, at_median = answer.today, answer.along_trend, answer.at_history_median
+    data = answer.as_dict()
     if format is not Format.table:
-        print(to_json(data))
+        print(to_rounded_json(data, exact=exact))
         return
 
     a = data["assumptions"]
@@ -86,12 +94,22 @@ def breakeven_command(
             return f"{r.months_to_break_even:.1f}"
         return "never" + (f" ({r.months_needed:.1f} months needed)" if r.months_needed is not None else "")
 
-    util = (
-        f"{result.break_even_utilization:.0%}"
-        if result.break_even_utilization is not None
-        else "never" + (f" ({result.utilization_needed:.0%} needed)" if result.utilization_needed else "")
-    )
+    def util(r) -> str:  # type: ignore[no-untyped-def]
+        if r.break_even_utilization is not None:
+            return f"{r.break_even_utilization:.0%}"
+        return "never" + (f" ({r.utilization_needed:.0%} needed)" if r.utilization_needed else "")
+
     hours = f"{result.break_even_hours:,.0f}" if result.break_even_hours is not None else "never"
+    t = answer.trend
+    if t.basis == "fit":
+        trend_from = (
+            f"fitted on {t.offers} offers of {', '.join(t.providers)}, {t.first_day}..{t.last_day} "
+            f"(95 %: {t.low:+.1%} to {t.high:+.1%}; the daily cheapest of all: {t.naive_rate_per_year or 0:+.1%})"
+        )
+    elif t.basis == "default":
+        trend_from = f"stated default, {t.why_default}: rent halves as GPU price-performance doubles (Epoch AI)"
+    else:
+        trend_from = "--rent-trend"
     rows = [
         ["capex", f"${result.capex_usd:,.0f}", a["capex_source"]],
         ["power per hour of use", f"${a['power_usd_per_hour_of_use']:,.2f}",
@@ -99,9 +117,13 @@ def breakeven_command(
         ["hosting per month", f"${a['hosting_usd_per_month']:,.0f}",
          f"{a['it_power_kw']:.1f} kW x ${hosting_per_kw_month:g}/kW-month, busy or idle"],
         ["rent per hour", f"${result.rent_usd_per_hour:,.2f}", f"{count} x ${rent:.2f}/GPU-h, {source}"],
-        ["months to break even", months(result), f"at {utilization:.0%} utilization, within a {life}"],
-        ["break-even utilization", util, f"pays off exactly over the {life}"],
-        ["break-even hours of use", hours, "by the break-even month"],
+        ["months to break even", months(result), f"at {utilization:.0%} utilization, within a {life}, today's rent"],
+        ["break-even utilization", util(result), f"pays off exactly over the {life}, today's rent"],
+        ["break-even hours of use", hours, "by the break-even month, today's rent"],
+        ["rent trend", f"{t.rate_per_year:+.1%} a year", trend_from],
+        ["rent at end of life", f"${answer.rent_at_end_of_life:.2f}/GPU-h", f"today's ${rent:.2f} along the trend"],
+        ["months, along the trend", months(along), f"at {utilization:.0%} utilization, the rent as projected"],
+        ["utilization, along the trend", util(along), f"pays off exactly over the {life}"],
     ]  # fmt: skip
     if at_median is not None:
         rows.append(
@@ -115,8 +137,10 @@ def breakeven_command(
             rows.append([label, f"${alt['usd_per_gpu_hour']:.2f}/GPU-h", alt["from"]])
     print_table(rows, ["", "value", "from"], title=f"Buy vs rent: {count} x {spec.name}")
     if result.never:
-        print(result.never)
-    print(
+        say(f"at today's rent: {result.never}", indent="  ")
+    if along.never:
+        say(f"along the rent trend: {along.never}", indent="  ")
+    say(
         f"assumes: PUE {pue:g}, ${power_price:g}/kWh, ${hosting_per_kw_month:g}/kW-month hosting, "
-        f"{life}, {residual:.0%} residual, rent {a['rent_path']}; every assumption is a flag (--help)"
+        f"{life}, {residual:.0%} residual; every assumption is a flag (--help)"
     )

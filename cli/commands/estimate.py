@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.options import FormatOption
+from cli.completion import complete_gpu
+from cli.options import ExactOption, FormatOption
 from cli.output import Format
 
 if TYPE_CHECKING:
@@ -21,7 +22,13 @@ ActiveOption = Annotated[
     str | None, typer.Option("--active-params", help="Active parameters per token, for mixture-of-experts.")
 ]
 MethodOption = Annotated[str, typer.Option("--method", help="full | lora | qlora.")]
-PrecisionOption = Annotated[str, typer.Option("--precision", help="bf16 | fp8 (FP8 only on GPUs that have it).")]
+PrecisionOption = Annotated[
+    str,
+    typer.Option(
+        "--precision",
+        help="bf16 | fp16 | fp8 (FP8 only on GPUs that have it; bf16 runs as fp16 on V100/T4, which lack it).",
+    ),
+]
 SeqLenOption = Annotated[
     int | None,
     typer.Option(
@@ -31,7 +38,10 @@ SeqLenOption = Annotated[
 MfuOption = Annotated[float | None, typer.Option("--mfu", help="Override the realized MFU (0-1).")]
 MicroBatchOption = Annotated[int, typer.Option("--micro-batch", help="Sequences per GPU per step (activation memory).")]
 CheckpointOption = Annotated[
-    bool, typer.Option("--checkpointing/--no-checkpointing", help="Activation checkpointing (memory).")
+    bool, typer.Option("--checkpointing", help="Activation checkpointing, the default (memory).")
+]
+NoCheckpointOption = Annotated[
+    bool, typer.Option("--no-checkpointing", help="No activation checkpointing: every activation is kept.")
 ]
 RecomputeOption = Annotated[
     str,
@@ -82,7 +92,10 @@ def build_job(
 def estimate_command(
     model: ModelOption,
     tokens: TokensOption,
-    gpu: Annotated[str, typer.Option("--gpu", help="GPU name or alias, e.g. A100-80GB, H100, RTX 4090.")],
+    gpu: Annotated[
+        str,
+        typer.Option("--gpu", help="GPU name or alias, e.g. A100-80GB, H100, RTX 4090.", autocompletion=complete_gpu),
+    ],
     gpus: Annotated[int, typer.Option("--gpus", help="Number of GPUs in the job.")],
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="GPUs per server.")] = 8,
     fabric: Annotated[
@@ -93,34 +106,40 @@ def estimate_command(
     precision: PrecisionOption = "bf16",
     seq_len: SeqLenOption = None,
     micro_batch: MicroBatchOption = 1,
-    checkpointing: CheckpointOption = True,
+    checkpointing: CheckpointOption = False,
+    no_checkpointing: NoCheckpointOption = False,
     recompute: RecomputeOption = "selective",
     stack: StackOption = "typical",
     mfu: MfuOption = None,
     format: FormatOption = Format.table,
+    exact: ExactOption = False,
 ) -> None:
     """Training FLOPs, realized MFU, GPU-hours and wall time (low / expected / high), and memory fit."""
-    from cli.output import print_table, to_json
-    from optimizer.estimate import estimate
+    from cli.options import either
+    from cli.output import Column, print_table, say, to_rounded_json
+    from optimizer.estimate import estimate, precision_note
     from optimizer.units import human_count, human_hours
     from warehouse.gpus import catalog
 
+    keep_activations = either(checkpointing, no_checkpointing, "--checkpointing", "--no-checkpointing") is not False
     job = build_job(
-        model, tokens, active_params, method, precision, seq_len, micro_batch, checkpointing, recompute, stack
+        model, tokens, active_params, method, precision, seq_len, micro_batch, keep_activations, recompute, stack
     )
     est = estimate(job, catalog().resolve(gpu), gpus, gpus_per_node=gpus_per_node, fabric=fabric, mfu_override=mfu)
     data = est.as_dict()
     if format is Format.json:
-        print(to_json(data))
+        print(to_rounded_json(data, exact=exact))
         return
     if format is Format.csv:
         import csv
         import sys
 
+        from cli.output import rounded
+
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(["quantity", "low", "expected", "high"])
         for key in ("mfu", "gpu_hours", "wall_hours"):
-            writer.writerow([key, *data[key].values()])
+            writer.writerow([key, *(data[key] if exact else rounded(data[key])).values()])
         return
     m = est.job.model
     rows = [
@@ -134,15 +153,34 @@ def estimate_command(
     )
     fit = est.memory
     verdict = "fits" if fit.fits else "DOES NOT FIT"
-    print_table(rows, ["", "low", "expected", "high"], title=title)
-    print(
+    columns = [Column("", "", "name"), *(Column(k, k, "figure") for k in ("low", "expected", "high"))]
+    print_table(rows, columns, title=title)
+    say(
         f"memory: {verdict}: {fit.reason}; model+optimizer states {fit.total_gb:,.0f} GB in all; "
-        f"minimum {fit.min_gpus or 'no number of'} {est.gpu.name} GPUs"
+        f"minimum {fit.min_gpus or 'no number of'} {est.gpu.name} GPUs",
+        indent="  ",
     )
-    print(
-        f"assumes: {job.method} training, {job.precision}, ZeRO-3/FSDP sharding, {est.gpus_per_node} GPUs per node, "
-        f"{fabric} between nodes, a {job.stack} stack (--stack); low = fastest plausible outcome"
+    used = est.gpu.precision_used(job.precision)
+    say(
+        f"assumes: {job.method} training, {used}{' mixed precision' if used != job.precision else ''}, "
+        f"ZeRO-3/FSDP sharding, {_layout(gpus, est.gpus_per_node, fabric)}, a {job.stack} stack (--stack); "
+        "low = fastest plausible outcome",
+        indent="  ",
     )
-    print(
-        "MFU: calibrated on published whole training runs (see README, `python bench/calibration.py`); --mfu overrides"
+    why = precision_note(est.gpu, job.precision)
+    if why:
+        say(f"precision: {why} (--precision {job.precision} asked)", indent="  ")
+    say(
+        "MFU: calibrated on published whole training runs (see README, `python bench/calibration.py`); --mfu overrides",
+        indent="  ",
     )
+
+
+def _layout(gpus: int, per_node: int, fabric: str) -> str:
+    """How the job's GPUs sit: ``one GPU``, ``4 GPUs in one node``, ``8 GPUs per node, rdma between 4 nodes``."""
+    if gpus == 1:
+        return "one GPU"
+    nodes = -(-gpus // per_node)
+    if nodes == 1:
+        return f"{gpus} GPUs in one node"
+    return f"{per_node} GPUs per node, {fabric} between {nodes} nodes"

@@ -7,44 +7,51 @@ from typing import Annotated
 
 import typer
 
-from cli.options import DbOption, FormatOption
-from cli.output import Format
+from cli.completion import complete_gpu, complete_provider
+from cli.options import DbOption, FormatOption, WideOption
+from cli.output import Column, Format
 
 SUMMARY_COLUMNS = [
-    "provider",
-    "pricing",
-    "first_day",
-    "last_day",
-    "days",
-    "min",
-    "median",
-    "max",
-    "first",
-    "last",
-    "change_pct",
-    "source",
+    Column("provider", kind="name"),
+    Column("pricing", kind="name"),
+    Column("first_day", "from", "name"),
+    Column("last_day", "to", "name"),
+    Column("days", "days", "count"),
+    Column("min", "min", "money"),
+    Column("median", "median", "money"),
+    Column("max", "max", "money"),
+    Column("first", "first", "money", drop=2),
+    Column("last", "last", "money"),
+    Column("change_pct", "change %", "number"),
+    Column("source", "source", "name", drop=1),
 ]
 DAILY_COLUMNS = ["day", "provider", "pricing", "gpu", "min_usd_per_gpu_hour", "offers", "imported"]
 
 
 def history_command(
-    gpu: Annotated[str, typer.Option("--gpu", help="GPU name or alias, e.g. H100.")],
-    since: Annotated[str, typer.Option("--since", help="Period: 90d, 12w, 6m, 1y, all, or a date 2026-01-31.")] = "90d",
-    provider: Annotated[list[str] | None, typer.Option("--provider", help="Provider (repeatable).")] = None,
+    gpu: Annotated[str, typer.Option("--gpu", help="GPU name or alias, e.g. H100.", autocompletion=complete_gpu)],
+    since: Annotated[
+        str, typer.Option("--since", help="Period back from now: 90d, 12w, 6mo, 1y, 36h; a date 2026-01-31; all.")
+    ] = "90d",
+    provider: Annotated[
+        list[str] | None, typer.Option("--provider", help="Provider (repeatable).", autocompletion=complete_provider)
+    ] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="Draw the daily cheapest price to a PNG.")] = None,
     db: DbOption = None,
     format: FormatOption = Format.table,
+    wide: WideOption = False,
 ) -> None:
     """Cheapest $/GPU-hour per provider over time: a summary, the daily series (json/csv), or a chart."""
+    from cli.names import check_gpus, check_providers
     from cli.output import emit
     from cli.warehouse_access import open_for_reading
     from warehouse.history import daily_cheapest, parse_since, summarize
-    from warehouse.queries import canonical_gpus
 
-    name = (canonical_gpus([gpu]) or [gpu])[0]
+    name = (check_gpus([gpu]) or [gpu])[0]
     start = parse_since(since)
     with open_for_reading(db) as wh:
-        daily = daily_cheapest(wh.con, name, start, providers=provider)
+        providers = check_providers(wh.con, provider)
+        daily = daily_cheapest(wh.con, name, start, providers=providers)
         caption = wh.prices_note
     if plot is not None:
         from warehouse.plot import plot_history
@@ -65,5 +72,5 @@ def history_command(
             f"{caption}; min/median/max over the daily cheapest offer; change = last vs first day; "
             "source: imported = from a public price archive (costopt import), scraped = costopt's own scrapes"
         ),
-        headers={"change_pct": "change %", "first_day": "from", "last_day": "to"},
+        wide=wide,
     )

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from cli.options import DbOption, FormatOption
-from cli.output import Format
+from cli.options import DbOption, FormatOption, WideOption
+from cli.output import Column, Format
 
 COLUMNS = [
     "path",
@@ -21,6 +21,18 @@ COLUMNS = [
     "gpu_parts",
     "missing",
     "unknown_gpus",
+]
+TABLE_COLUMNS = [
+    Column("path", kind="name"),
+    Column("provider", kind="name"),
+    Column("snapshots", kind="count"),
+    Column("first", kind="name", drop=2),
+    Column("last", kind="name", drop=2),
+    Column("prices", kind="count"),
+    Column("intervals", kind="count"),
+    Column("gpu_parts", "GPU parts", "count", drop=1),
+    Column("missing", kind="count", drop=1),
+    Column("unknown_gpus", "unknown GPUs", "text", drop=3),
 ]
 
 
@@ -45,6 +57,7 @@ def import_command(
     ] = None,
     db: DbOption = None,
     format: FormatOption = Format.table,
+    wide: WideOption = False,
 ) -> None:
     """Import GPU price history from a git clone of a price archive (SkyPilot catalog format, Cyclenerd GCP).
 
@@ -61,10 +74,13 @@ def import_command(
         raise KeyboardInterrupt  # SIGTERM as Ctrl-C: staging removed, nothing loaded, exit 130
 
     signal.signal(signal.SIGTERM, stop)
-    if bundled == (clone is not None):
-        from warehouse.errors import UsageError
+    from warehouse.errors import UsageError
 
+    if bundled == (clone is not None):
         raise UsageError("give a clone to import, or --bundled for the history bundled with costopt (not both)")
+    if bundled and (repository or daily or path):
+        given = [f for f, v in (("--repository", repository), ("--daily", daily), ("--path", path)) if v]
+        raise UsageError(f"{', '.join(given)} only apply to a clone, not to --bundled")
     target = ensure_prices(db)  # the default warehouse gets the bundled snapshot and history first
     if clone is None:
         from cli.warehouse_access import ensure_history
@@ -129,8 +145,9 @@ def import_command(
         return
     emit(
         rows,
-        COLUMNS,
+        TABLE_COLUMNS,
         format,
+        wide=wide,
         title=f"Imported {stage.repository} up to {tip}",
         caption=(
             f"{sum(x.prices for x in result.loaded)} price intervals and {sum(x.gpu_parts for x in result.loaded)} "
@@ -138,7 +155,6 @@ def import_command(
             f"intervals in {stage.seconds:.1f} s; prices = offers x pricing kinds priced; missing = snapshots the "
             "clone lacks or that could not be read; unknown_gpus = GPU names not mapped (rows in one snapshot)"
         ),
-        headers={"gpu_parts": "GPU parts", "unknown_gpus": "unknown GPUs"},
     )
     for ignored, why in sorted(stage.ignored.items()):
         note(f"costopt: not imported: {ignored}: {why}")

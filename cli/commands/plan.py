@@ -13,6 +13,7 @@ from cli.commands.estimate import (
     MfuOption,
     MicroBatchOption,
     ModelOption,
+    NoCheckpointOption,
     PrecisionOption,
     RecomputeOption,
     SeqLenOption,
@@ -20,7 +21,8 @@ from cli.commands.estimate import (
     TokensOption,
     build_job,
 )
-from cli.options import DbOption, FormatOption
+from cli.completion import complete_gpu, complete_provider
+from cli.options import DbOption, ExactOption, FormatOption, WideOption
 from cli.output import Format
 
 JSON_KEYS = [
@@ -32,12 +34,13 @@ CSV_COLUMNS = [
     "source_basis", "source_age_hours", "wall_low", "wall_expected", "wall_high", "cost_low", "cost_expected",
     "cost_high", "on_demand_cost_usd", "savings_usd", "pareto", "slow", "notes",
 ]  # fmt: skip
-ORIGIN_MARKS = {"derived": "\u2020", "generated": "\u2021"}  # dagger, double dagger
 
 
-def _notes(row: dict[str, Any], horizon_days: float) -> list[str]:
+def _notes(row: dict[str, Any], horizon_days: float, precision: str = "bf16") -> list[str]:
     """Short flags for the table; the long reasons are in --explain and the JSON."""
     notes = []
+    if _precision(row["gpu"], precision) != precision:
+        notes.append("fp16 (no bf16)")
     if row["slow"]:
         notes.append(f"slower than {horizon_days:g}d")
     if row.get("market_rule"):
@@ -57,16 +60,25 @@ def _notes(row: dict[str, Any], horizon_days: float) -> list[str]:
 def plan_command(
     model: ModelOption,
     tokens: TokensOption,
-    gpu: Annotated[list[str] | None, typer.Option("--gpu", help="Only this GPU (repeatable).")] = None,
-    provider: Annotated[list[str] | None, typer.Option("--provider", help="Only this provider (repeatable).")] = None,
+    gpu: Annotated[
+        list[str] | None, typer.Option("--gpu", help="Only this GPU (repeatable).", autocompletion=complete_gpu)
+    ] = None,
+    provider: Annotated[
+        list[str] | None,
+        typer.Option("--provider", help="Only this provider (repeatable).", autocompletion=complete_provider),
+    ] = None,
     region: Annotated[list[str] | None, typer.Option("--region", help="Only this region (repeatable).")] = None,
-    spot: Annotated[bool | None, typer.Option("--spot/--no-spot", help="Only spot/interruptible, or none.")] = None,
+    spot: Annotated[bool, typer.Option("--spot", help="Show only spot and interruptible options.")] = False,
+    no_spot: Annotated[bool, typer.Option("--no-spot", help="Show only on-demand options.")] = False,
     deadline: Annotated[
-        str | None, typer.Option("--deadline", help="Expected wall time at most: 36h, 14d, 2w.")
+        str | None, typer.Option("--deadline", help="Expected wall time at most: 90min, 36h, 14d, 2w, 3mo.")
     ] = None,
     budget: Annotated[float | None, typer.Option("--budget", help="Expected cost at most, USD.")] = None,
     max_gpus: Annotated[int, typer.Option("--max-gpus", help="At most this many GPUs in one job.")] = 256,
-    top: Annotated[int, typer.Option("--top", min=1, help="Show this many options.")] = 15,
+    top: Annotated[
+        int | None,
+        typer.Option("--top", min=1, help="Show this many options (table: 15; json/csv: all).", show_default=False),
+    ] = None,
     all_counts: Annotated[
         bool, typer.Option("--all-counts", help="Every instance count of every offer (default: cheapest + front).")
     ] = False,
@@ -96,15 +108,22 @@ def plan_command(
     precision: PrecisionOption = "bf16",
     seq_len: SeqLenOption = None,
     micro_batch: MicroBatchOption = 1,
-    checkpointing: CheckpointOption = True,
+    checkpointing: CheckpointOption = False,
+    no_checkpointing: NoCheckpointOption = False,
     recompute: RecomputeOption = "selective",
     stack: StackOption = "typical",
     mfu: MfuOption = None,
     db: DbOption = None,
     format: FormatOption = Format.table,
+    wide: WideOption = False,
+    exact: ExactOption = False,
 ) -> None:
     """Cost and time of a training job on every offer that can hold it, cheapest first, with spot savings."""
-    from cli.output import emit, to_json
+    from dataclasses import replace
+
+    from cli.names import check_providers, check_regions
+    from cli.options import either
+    from cli.output import emit, to_rounded_json
     from cli.warehouse_access import open_for_reading
     from optimizer import inputs
     from optimizer.market import MarketPolicy
@@ -112,14 +131,16 @@ def plan_command(
     from optimizer.units import parse_duration_hours, positive
     from warehouse.gpus import catalog
 
+    showing = either(spot, no_spot, "--spot", "--no-spot")
+    keep_activations = either(checkpointing, no_checkpointing, "--checkpointing", "--no-checkpointing") is not False
     job = build_job(
-        model, tokens, active_params, method, precision, seq_len, micro_batch, checkpointing, recompute, stack
+        model, tokens, active_params, method, precision, seq_len, micro_batch, keep_activations, recompute, stack
     )
     constraints = Constraints(
         gpus=tuple(gpu or ()),
         providers=tuple(provider or ()),
         regions=tuple(region or ()),
-        spot=spot,
+        spot=showing,
         deadline_hours=parse_duration_hours(deadline, what="--deadline") if deadline else None,
         budget_usd=positive(budget, "--budget") if budget is not None else None,
         max_gpus=max_gpus,
@@ -135,6 +156,10 @@ def plan_command(
     for name in constraints.gpus:
         gpus.resolve(name)
     with open_for_reading(db) as wh:
+        # one rule for names: an unknown provider or region is exit 2 with the known ones, not "no offer left"
+        named = check_providers(wh.con, provider)
+        places = check_regions(wh.con, region, providers=named, countries=True)
+        constraints = replace(constraints, providers=tuple(named or ()), regions=tuple(places or ()))
         offers = inputs.current_offers(wh.con)
         risk = inputs.spot_risk(wh.con)
         as_of = inputs.prices_as_of(wh.con)
@@ -146,8 +171,14 @@ def plan_command(
     flops = job.flops().total
     horizon_days = constraints.horizon_hours / 24
     premium = constraints.market.bid_premium
-    rows = [dict(r, bid_premium=premium) for r in view[:top]]
-    rows = [dict(r, notes=_notes(r, horizon_days)) for r in rows]
+    if top is None and format is Format.table:
+        top = 15
+    rows = [dict(r, bid_premium=premium) for r in (view if top is None else view[:top])]
+    if format is not Format.table and len(rows) < len(view):
+        from cli.output import note
+
+        note(f"costopt: {len(rows)} of {len(view)} options (--top {top}); leave out --top for all")
+    rows = [dict(r, notes=_notes(r, horizon_days, job.precision)) for r in rows]
     stale = stale_prices(rows)
     warnings = [_stale_line(stale)] if stale else []
     job_info = {
@@ -169,6 +200,7 @@ def plan_command(
                 "listing_countries": r["countries"] or None,
                 "market_basis": r["market_basis"],
                 "data_origin": r["data_origin"],
+                "precision": _precision(r["gpu"], job.precision),
                 "price_age_hours": r["source_age_hours"],
                 "price_source_time": r["source_time"],
                 "price_source_basis": r["source_basis"],
@@ -202,106 +234,91 @@ def plan_command(
             data["buy"] = buy_line
         if show_infeasible:
             data["dropped"] = plan.dropped
-        print(to_json(data))
+        print(to_rounded_json(data, exact=exact))
         return
     if format is Format.csv:
+        from cli.output import rounded
+
         flat = [dict(r, notes="; ".join(r["notes"]), regions=" ".join(r["regions"])) for r in rows]
+        flat = flat if exact else [rounded(r) for r in flat]
         emit(flat, CSV_COLUMNS, format)
         return
     _print_human(
-        job_info, note_text, rows, plan, len(view), buy_line, show_infeasible, explain, job, horizon_days, warnings
+        job_info,
+        note_text,
+        rows,
+        plan,
+        len(view),
+        buy_line,
+        show_infeasible,
+        explain,
+        job,
+        horizon_days,
+        warnings,
+        wide,
     )
 
 
 def _print_human(
-    info, note_text, rows, plan, shown, buy_line, show_infeasible, explain, job, horizon_days, warnings
+    info, note_text, rows, plan, shown, buy_line, show_infeasible, explain, job, horizon_days, warnings, wide
 ) -> None:
-    from cli.output import print_table
-    from optimizer.units import human_count, human_hours
+    from cli.output import say
+    from cli.plan_table import ORIGIN_MARKS, band_line, print_plan_table
+    from optimizer.units import human_count
 
     print(
         f"{info['model']} ({human_count(info['active_params'])} active params) x {human_count(info['tokens'])} tokens "
         f"= {info['flops']:.3g} FLOPs ({info['method']}, {info['precision']})"
     )
     print(note_text)
-
-    def money(v: float | None) -> str:
-        return "" if v is None else f"${v:,.0f}"
-
-    table = []
-    origins = set()
-    for r in rows:
-        savings = ""
-        if r["savings_usd"] is not None and r["on_demand_cost_usd"]:
-            savings = f"{money(r['savings_usd'])} ({r['savings_usd'] / r['on_demand_cost_usd']:.0%})"
-            if r["added_hours"] is not None:
-                savings += f", {'+' if r['added_hours'] >= 0 else '-'}{human_hours(abs(r['added_hours']) or 1e-9)}"
-        mark = ORIGIN_MARKS.get(r["data_origin"], "")
-        if mark:
-            origins.add(r["data_origin"])
-        table.append(
-            [
-                "*" if r["pareto"] else "",
-                r["provider"],
-                r["instance_type"],
-                f"{r['gpu']} x{r['gpus_per_instance']} x{r['instances']}",
-                _regions(r),
-                r["pricing"],
-                f"${r['usd_per_gpu_hour']:.2f}{mark}",
-                _age(r["source_age_hours"]),
-                f"{human_hours(r['wall_expected'])} ({human_hours(r['wall_low'])}-{human_hours(r['wall_high'])})",
-                f"{money(r['cost_expected'])} ({money(r['cost_low'])}-{money(r['cost_high'])})",
-                savings,
-                "; ".join(r["notes"]),
-            ]
-        )
-    header = ["", "provider", "instance", "GPU x n x inst", "region", "pricing", "$/GPU-h", "age",
-              "wall time (range)", "cost (range)", "spot saves", "notes"]  # fmt: skip
-    print_table(
-        table,
-        header,
-        title=f"Cheapest {len(rows)} of {shown} options by expected cost ({len(plan.options)} with every count)",
-    )
-    print(
-        f"* = Pareto front: no option is both cheaper and faster. Options slower than {horizon_days:g} days come "
-        "last. Wall time and cost: expected (fastest plausible - slowest plausible)."
-    )
+    origins = {r["data_origin"] for r in rows if r["data_origin"] in ORIGIN_MARKS}
     legend = {
         "derived": "\u2020 derived: published prices written into the provider's format",
         "generated": "\u2021 generated: sampled listings reproducing published statistics",
     }
     marks = [legend[o] for o in ("derived", "generated") if o in origins]
-    print(
+    slow = sum(1 for r in rows if r["slow"])
+    footer = [
+        f"* = Pareto front: no option is both cheaper and faster. Options slower than {horizon_days:g} days come last"
+        + (f" ({slow} of these: the last {slow})." if slow else "."),
+        band_line(rows),
+        _precision_line(rows, info["precision"]),
         "age: since the source's own time (AWS offer-file publication, a recording's declared vintage, else when "
-        "observed)" + ("; " + "; ".join(marks) + " (fixtures/<provider>/README.md)" if marks else "")
+        "observed)" + ("; " + "; ".join(marks) + " (fixtures/<provider>/README.md)" if marks else ""),
+        "--all-counts for every instance count, --explain for assumptions, --format json for scripts",
+    ]
+    print_plan_table(
+        rows,
+        title=f"Cheapest {len(rows)} of {shown} options by expected cost ({len(plan.options)} with every count)",
+        footer=[line for line in footer if line],
+        wide=wide,
     )
-    print("--all-counts for every instance count, --explain for assumptions, --format json for scripts")
     for line in warnings:
-        print(line)
+        say(line, indent="  ")
     if buy_line is not None:
-        print(buy_line["line"])
+        say(buy_line["line"], indent="  ")
     if show_infeasible and plan.dropped:
         print(f"\ndropped ({len(plan.dropped)}):")
         for d in plan.dropped[:200]:
             print(f"  {d['offer']}: {d['reason']}")
     if explain:
-        _explain(job)
+        _explain(job, wide)
 
 
-def _regions(row: dict[str, Any]) -> str:
-    """``us-east-1``, ``us-east-1 +2`` for collapsed regions; a marketplace row names its listings' countries."""
-    if row.get("listings") is not None and row.get("countries") is not None:
-        countries = row["countries"]
-        where = f", {countries[0]}" if len(countries) == 1 else ""
-        return f"{row['listings']} listings{where}"
-    regions = row["regions"]
-    return regions[0] if len(regions) == 1 else f"{regions[0]} +{len(regions) - 1}"
-
-
-def _age(hours: float | None) -> str:
-    if hours is None:
+def _precision_line(rows: list[dict[str, Any]], precision: str) -> str:
+    """Which shown GPUs run the job in another precision than asked (bf16 on V100/T4: fp16 mixed precision)."""
+    other = sorted({r["gpu"] for r in rows if _precision(r["gpu"], precision) != precision})
+    if not other:
         return ""
-    return f"{hours:.0f}h" if hours < 48 else f"{hours / 24:.0f}d"
+    return f"precision: {', '.join(other)} have no bf16 tensor cores: the job runs there in fp16 mixed precision"
+
+
+def _precision(gpu: str, precision: str) -> str:
+    """The precision the job runs in on ``gpu`` (bf16 runs as fp16 on V100 and T4)."""
+    from warehouse.gpus import catalog
+
+    spec = catalog().get(gpu)
+    return spec.precision_used(precision) if spec is not None else precision
 
 
 def _stale_line(stale: list[dict[str, Any]]) -> str:
@@ -320,51 +337,101 @@ def _stale_line(stale: list[dict[str, Any]]) -> str:
     )
 
 
-def _explain(job) -> None:
+def _explain(job, wide: bool = False) -> None:
+    """Every assumption the plan rests on, one row each: what, the value used, and where it comes from."""
+    from cli.output import Column, print_table
     from optimizer import defaults, memory, mfu
     from warehouse import spot_buckets
 
-    print("\nassumptions (value, source):")
-    print(f"  FLOPs: 6 x N_active x D{' + attention 12.L.d.S per token' if job.flops().attention else ''} (PaLM)")
     fit = mfu.FITTED
-    print(
-        f"  realized MFU: base {fit.base} on A100-80GB x bandwidth-per-FLOP^{fit.bandwidth_exponent} "
-        f"x scale-out (below ~{fit.thin_params_per_gpu:.0e} active params per GPU) x node scaling {mfu.NODE_PENALTY} "
-        f"x MoE {fit.moe} x {mfu.RECOMPUTE_FULL} with --recompute full; "
-        f"band x{fit.band_low}-x{fit.band_high}: calibrated on published whole runs (bench/calibration.py)"
-    )
-    print(f"  {mfu.describe_stack(job.stack)}")
-    print(f"  FP8 speed-up over BF16: x{mfu.FP8_GAIN} (torchtitan, OLMo-core published throughputs)")
-    print(
-        f"  memory: {memory.STATE_BYTES_PER_PARAM} bytes/param by method, {memory.USABLE_FRACTION:.0%} of GPU memory "
-        "usable, ZeRO-3 sharding, activations with checkpointing unless --no-checkpointing"
-    )
-    print("  fabric: RDMA between 8-GPU NVLink/Infinity Fabric instances of cloud providers, Ethernet otherwise")
-    print(
-        "  instance counts: the minimum that holds the job, its doublings, the largest under --max-gpus and, with "
-        "--deadline, the smallest that meets it"
-    )
+    band_low, band_high = fit.band(job.stack)
+    attention = " + attention 12.L.d.S per token" if job.flops().attention else ""
+    rows: list[tuple[str, str, str]] = [
+        ("FLOPs", f"6 x N_active x D{attention}", "PaLM (Chowdhery et al. 2022)"),
+        ("realized MFU, base", f"{fit.base:g} on A100-80GB nodes", "fitted on published whole runs"),
+        ("  x bandwidth per FLOP", f"(GB/s per TFLOPS / A100's)^{fit.bandwidth_exponent:g}", "fitted"),
+        ("  x software stack", f"{job.stack}: x{fit.stack(job.stack):g}", f"--stack; {mfu.STACKS[job.stack]}"),
+        (
+            "  x scale-out",
+            f"1 / (1 + {fit.thin_params_per_gpu:.0e} x GPUs / N_active), across nodes",
+            "fitted (T); form stated",
+        ),
+        (
+            "  x node scaling",
+            ", ".join(f"{k} {v:g}" for k, v in mfu.NODE_PENALTY.items()) + " per doubling of nodes",
+            "stated: Llama 3 report (InfiniBand); Ethernet a guess",
+        ),
+        ("  x mixture-of-experts", f"x{fit.moe:g}", "fitted"),
+        ("  x --recompute full", f"x{mfu.RECOMPUTE_FULL:g}", "arithmetic: 8.N.D of work for 6.N.D"),
+        ("  x V100/T4", f"x{fit.older:g}", "stated: Megatron-LM V100 vs A100 papers"),
+        ("  x qlora", f"x{mfu.QLORA:g}", "stated: dequantization on every matmul"),
+        ("  x AMD", ", ".join(f"{k} x{v:g}" for k, v in mfu.AMD_FACTOR.items()), "stated (mfu.py docstring)"),
+        (
+            "MFU band",
+            f"x{band_low:g} (slowest) to x{band_high:g} (fastest)",
+            f"residuals of the calibration, {job.stack}",
+        ),
+        ("MFU ceiling", f"{mfu.MFU_CEILING:g}", "no published whole run sustained more"),
+        ("precision", f"{job.precision}; bf16 runs as fp16 on V100/T4", "GPU table: fp16_tflops, bf16_tflops"),
+        ("FP8 speed-up over BF16", f"x{mfu.FP8_GAIN:g}", "torchtitan, OLMo-core published throughputs"),
+        (
+            "optimizer and weight state",
+            ", ".join(f"{k} {v:g}" for k, v in memory.STATE_BYTES_PER_PARAM.items()) + " bytes/param",
+            "mixed-precision Adam; ZeRO-3 sharding",
+        ),
+        ("usable GPU memory", f"{memory.USABLE_FRACTION:.0%}", "CUDA context, fragmentation"),
+        (
+            "activations",
+            "checkpointed" if job.checkpointing else "all kept (--no-checkpointing)",
+            "--checkpointing / --no-checkpointing",
+        ),
+        ("fabric", "RDMA between 8-GPU NVLink nodes of clouds; Ethernet otherwise", "providers' instance docs"),
+        (
+            "instance counts",
+            "minimum, doublings, largest under --max-gpus, smallest meeting --deadline",
+            "search rule",
+        ),
+    ]
     for name, a in defaults.SPOT_HAZARD.items():
-        print(f"  spot hazard {name}: {a.value:.4g} {a.unit} ({a.source})")
+        rows.append((f"spot hazard, {name}", f"{a.value:.4g} {a.unit}", a.source))
     buckets = ", ".join(f"{b.label} -> {b.planning_pct:g} %" for b in spot_buckets.AWS_BUCKETS)
-    print(
-        f"  AWS Spot Advisor buckets, monthly interruption frequency planned with: {buckets} (midpoints; the open "
-        f"top bucket read as {spot_buckets.OPEN_BUCKET_PLANNING_PCT:g} %: assumption); lambda = -ln(1 - f) / 730 h"
+    rows.append(
+        (
+            "AWS Spot Advisor buckets",
+            buckets,
+            f"midpoints; open top bucket read as {spot_buckets.OPEN_BUCKET_PLANNING_PCT:g} %; "
+            "lambda = -ln(1 - f) / 730 h",
+        )
     )
     for label, a in (("checkpoint write", defaults.CHECKPOINT_WRITE_GBPS), ("restart", defaults.RESTART_HOURS)):
-        print(f"  {label}: {a.value:g} {a.unit} ({a.source})")
-    print(
-        "  interruption overhead: Daly's exponential model (M/tau) e^(R/M) (e^((tau+C)/M) - 1) - 1 with "
-        "M = 1/(k.lambda), checkpoint interval Daly's higher-order optimum unless --checkpoint-every (Daly 2006)"
-    )
-    print(
-        f"  marketplace price: the i-th of k instances at max(i-th cheapest listing, --market-price quantile); "
-        f"listings with reliability >= {defaults.MIN_RELIABILITY.value:g} ({defaults.MIN_RELIABILITY.source}); "
-        f"at least {defaults.MIN_LISTINGS.value:g} listings ({defaults.MIN_LISTINGS.source})"
-    )
-    print(f"  marketplace bids: {defaults.BID_PREMIUM.source}")
+        rows.append((label, f"{a.value:g} {a.unit}", a.source))
+    rows += [
+        (
+            "interruption overhead",
+            "(M/tau) e^(R/M) (e^((tau+C)/M) - 1) - 1, M = 1/(k.lambda)",
+            "Daly 2006; tau: Daly's optimum unless --checkpoint-every",
+        ),
+        (
+            "marketplace price",
+            "i-th of k instances at max(i-th cheapest listing, --market-price quantile)",
+            "rule",
+        ),
+        (
+            "marketplace listings",
+            f"reliability >= {defaults.MIN_RELIABILITY.value:g}, at least {defaults.MIN_LISTINGS.value:g}",
+            f"{defaults.MIN_RELIABILITY.source}; {defaults.MIN_LISTINGS.source}",
+        ),
+        ("marketplace bids", f"floor + {defaults.BID_PREMIUM.value:.0%}", defaults.BID_PREMIUM.source),
+    ]
     for label, a in (("horizon", defaults.HORIZON_DAYS), ("stale after", defaults.STALE_DAYS)):
-        print(f"  {label}: {a.value:g} {a.unit} ({a.source})")
+        rows.append((label, f"{a.value:g} {a.unit}", a.source))
+    print()
+    print_table(
+        [list(r) for r in rows],
+        [Column("what", "assumption", "text"), Column("value", "value", "text"), Column("source", "source", "text")],
+        title="Assumptions (every one is a flag or a constant in optimizer/)",
+        wide=wide,
+    )
 
 
 def _buy_line(con, best: dict[str, Any]) -> dict[str, Any]:

@@ -6,8 +6,9 @@ from typing import Annotated
 
 import typer
 
-from cli.options import DbOption, FormatOption
-from cli.output import Format
+from cli.completion import complete_gpu, complete_provider
+from cli.options import DbOption, FormatOption, WideOption
+from cli.output import Column, Format
 
 COLUMNS = [
     "provider",
@@ -22,33 +23,67 @@ COLUMNS = [
     "age_hours",
     "source",
 ]
-TABLE_COLUMNS = [*COLUMNS[:8], "age_hours"]
-HEADERS = {"usd_per_hour": "$/hour", "usd_per_gpu_hour": "$/GPU-hour", "gpu_count": "GPUs", "age_hours": "age h"}
+TABLE_COLUMNS = [
+    Column("provider", kind="name"),
+    Column("region", kind="name", drop=1),
+    Column("instance_type", "instance", "name"),
+    Column("gpu", "GPU", "name", drop=3),
+    Column("gpu_count", "GPUs", "number"),
+    Column("pricing", kind="name"),
+    Column("usd_per_hour", "$/hour", "money"),
+    Column("usd_per_gpu_hour", "$/GPU-h", "money"),
+    Column("age", "age", "figure", drop=2),
+    Column("observed_at", "observed", "name", wide=True),
+    Column("source", "source", "name", wide=True),
+]
+DEFAULT_LIMIT = 50
 
 
 def prices_command(
-    gpu: Annotated[list[str] | None, typer.Option("--gpu", help="GPU name or alias (repeatable), e.g. H100.")] = None,
-    provider: Annotated[list[str] | None, typer.Option("--provider", help="Provider (repeatable).")] = None,
-    region: Annotated[list[str] | None, typer.Option("--region", help="Region (repeatable).")] = None,
-    spot: Annotated[
-        bool | None, typer.Option("--spot/--on-demand", help="Only spot/interruptible, or only on-demand.")
+    gpu: Annotated[
+        list[str] | None,
+        typer.Option("--gpu", help="GPU name or alias (repeatable), e.g. H100.", autocompletion=complete_gpu),
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many rows.")] = 50,
+    provider: Annotated[
+        list[str] | None, typer.Option("--provider", help="Provider (repeatable).", autocompletion=complete_provider)
+    ] = None,
+    region: Annotated[list[str] | None, typer.Option("--region", help="Region (repeatable).")] = None,
+    spot: Annotated[bool, typer.Option("--spot", help="Only spot and interruptible prices.")] = False,
+    on_demand: Annotated[bool, typer.Option("--on-demand", help="Only on-demand prices.")] = False,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            "--limit",
+            min=1,
+            help=f"At most this many rows (table: {DEFAULT_LIMIT}; json/csv: all).",
+            show_default=False,
+        ),
+    ] = None,
     db: DbOption = None,
     format: FormatOption = Format.table,
+    wide: WideOption = False,
 ) -> None:
     """Current prices per instance-hour and per GPU-hour, cheapest GPU-hour first."""
-    from cli.output import emit
+    from cli.names import check_providers, check_regions
+    from cli.options import either
+    from cli.output import age_text, emit, limited
     from cli.warehouse_access import open_for_reading
     from warehouse.queries import current_prices
 
+    kind = either(spot, on_demand, "--spot", "--on-demand")
     with open_for_reading(db) as wh:
-        rows = current_prices(wh.con, gpus=gpu, providers=provider, regions=region, spot=spot, limit=limit)
+        providers = check_providers(wh.con, provider)
+        regions = check_regions(wh.con, region, providers=providers)
+        every = current_prices(wh.con, gpus=gpu, providers=providers, regions=regions, spot=kind)
+        rows, total = limited(every, limit, format, DEFAULT_LIMIT)
+        if format is Format.table:
+            rows = [dict(r, age=age_text(r["age_hours"])) for r in rows]
         emit(
             rows,
             COLUMNS if format is not Format.table else TABLE_COLUMNS,
             format,
             title="Current GPU prices",
-            caption=f"{wh.prices_note}; {len(rows)} rows (--limit {limit})",
-            headers=HEADERS,
+            caption=f"{wh.prices_note}; age: since a scrape last confirmed the price",
+            total=total,
+            wide=wide,
         )

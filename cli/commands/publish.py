@@ -7,13 +7,23 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.options import DbOption, FormatOption
-from cli.output import Format
+from cli.options import DbOption, FormatOption, WideOption
+from cli.output import Column, Format
 
 if TYPE_CHECKING:
     from scraper.job import Publisher
 
 COLUMNS = ["table", "action", "mode", "rows_written", "rows_removed", "partitions", "total_rows", "bytes_written"]
+TABLE_COLUMNS = [
+    Column("table", kind="name"),
+    Column("action", kind="name"),
+    Column("mode", kind="name"),
+    Column("rows_written", "written", "count"),
+    Column("rows_removed", "replaced", "count"),
+    Column("partitions", kind="count"),
+    Column("total_rows", "rows", "count"),
+    Column("bytes_written", "bytes", "count"),
+]
 CatalogUriOption = Annotated[
     str | None,
     typer.Option(
@@ -82,6 +92,7 @@ def publish_command(
     ] = False,
     db: DbOption = None,
     format: FormatOption = Format.table,
+    wide: WideOption = False,
 ) -> None:
     """Publish price_history, offers, scrape_runs, gpus and spot_risk to an Iceberg catalog.
 
@@ -117,10 +128,10 @@ def publish_command(
         return
     emit(
         rows,
-        COLUMNS,
+        COLUMNS if format is not Format.table else TABLE_COLUMNS,
         format,
         title=f"Published to {report.target}",
-        headers={"rows_written": "written", "rows_removed": "replaced", "total_rows": "rows", "bytes_written": "bytes"},
+        wide=wide,
     )
     if format is Format.table:
         state = "published" if report.changed else "already up to date (no new snapshot)"

@@ -8,12 +8,25 @@ from typing import Annotated
 import typer
 
 from cli.commands.publish import CatalogUriOption, LakeOption, NamespaceOption, PublishOption, publish_target
-from cli.options import DbOption, FormatOption
-from cli.output import Format
+from cli.completion import complete_provider
+from cli.options import DbOption, FormatOption, WideOption
+from cli.output import Column, Format
 
 COLUMNS = ["provider", "status", "offers", "prices_changed", "flags", "unknown", "bytes_downloaded", "seconds", "error"]
+TABLE_COLUMNS = [
+    Column("provider", kind="name"),
+    Column("status", kind="name"),
+    Column("offers", kind="count"),
+    Column("prices_changed", "changed", "count"),
+    Column("flags", kind="count"),
+    Column("unknown", "skipped items", "count", drop=2),
+    Column("bytes_downloaded", "bytes", "count", drop=3),
+    Column("seconds", "s", "number", drop=3),
+    Column("error", kind="text", drop=1),
+]
 ProvidersOption = Annotated[
-    list[str] | None, typer.Option("--provider", "-p", help="Only these providers (repeatable).")
+    list[str] | None,
+    typer.Option("--provider", "-p", help="Only these providers (repeatable).", autocompletion=complete_provider),
 ]
 ReplayOption = Annotated[
     Path | None, typer.Option("--replay", help="Serve requests from recorded files, e.g. fixtures/ (no network).")
@@ -44,6 +57,7 @@ def refresh_command(
     catalog_uri: CatalogUriOption = None,
     warehouse: LakeOption = None,
     namespace: NamespaceOption = None,
+    wide: WideOption = False,
 ) -> None:
     """Fetch current prices from every provider concurrently and load them.
 
@@ -53,10 +67,13 @@ def refresh_command(
     """
     import sys
 
+    from cli.names import check_providers
     from cli.output import emit, note
     from cli.warehouse_access import resolve_db
     from scraper.job import run_job
 
+    provider = check_providers(None, provider)
+    accept_drop = check_providers(None, accept_drop, flag="--accept-drop") if accept_drop else None
     path = resolve_db(db)
     publisher = publish_target(path, publish, catalog_uri, warehouse, namespace)
     progress = _progress_printer() if sys.stderr.isatty() and format is Format.table else None
@@ -73,11 +90,7 @@ def refresh_command(
     )
     rows = [o.as_dict() for o in outcomes]
     emit(
-        rows,
-        COLUMNS,
-        format,
-        title=f"Refresh into {path}",
-        headers={"prices_changed": "changed", "bytes_downloaded": "bytes", "unknown": "skipped items"},
+        rows, COLUMNS if format is not Format.table else TABLE_COLUMNS, format, title=f"Refresh into {path}", wide=wide
     )
     for o in outcomes:
         if o.status != "ok" and o.error:

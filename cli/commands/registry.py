@@ -25,6 +25,8 @@ _TABLE: list[tuple[str, str]] = [
     ("publish", "publish:publish_command"),
     ("reparse", "reparse:reparse_command"),
     ("import", "import_archive:import_command"),
+    ("status", "status:status_command"),
+    ("completion", "completion:completion_command"),
 ]
 
 

@@ -42,12 +42,13 @@ def schedule_command(
     in offers is refused every night until a person confirms it once with
     `costopt refresh --provider NAME --accept-drop NAME` on the same warehouse.
     """
+    from cli.names import check_providers
+    from cli.options import only_one
     from cli.warehouse_access import resolve_db
     from scraper.schedule import make_trigger, serve
-    from warehouse.errors import UsageError
 
-    if cron and every:
-        raise UsageError("give --cron or --every, not both")
+    only_one(cron=cron, every=every)
+    provider = check_providers(None, provider)
     from scraper.providers import NAMES
     from scraper.refresh import check_config
 

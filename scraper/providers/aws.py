@@ -109,6 +109,9 @@ class AwsProvider(Provider):
         """Configured regions; a bad ``COSTOPT_AWS_REGIONS`` fails this provider only, not the run."""
         return regions_from_env(self.env)
 
+    def configured_regions(self) -> tuple[str, ...] | None:
+        return self.regions
+
     def scope_of(self, region: str, pricing: str) -> str:
         """Per region: its price file, its part of the spot feed, its part of the Spot Advisor.
 

@@ -167,6 +167,9 @@ class AzureProvider(Provider):
     def url(self) -> str:
         return self.base_url(URL_VARIABLE) + PRICES_PATH
 
+    def configured_regions(self) -> tuple[str, ...] | None:
+        return regions_from_env(self.env)
+
     def scope_of(self, region: str, pricing: str) -> str:
         """Each region is its own query (its own pages), priced on demand and spot."""
         return f"{pricing}/{region}"

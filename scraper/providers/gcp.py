@@ -72,6 +72,9 @@ class GcpProvider(Provider):
     name: ClassVar[str] = "gcp"
     parser_version: ClassVar[str] = "1"
     base_urls: ClassVar[dict[str, str]] = {URL_VARIABLE: "https://cloudbilling.googleapis.com"}
+    credential_var: ClassVar[str | None] = KEY_VARIABLE
+    credential_required: ClassVar[bool] = True
+    without_credential: ClassVar[str] = "skipped: the Cloud Billing Catalog API needs a key"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, replay: bool = False) -> Self:

@@ -93,6 +93,8 @@ class LambdaProvider(Provider):
         API_VARIABLE: "https://cloud.lambda.ai",
         WEB_VARIABLE: "https://lambda.ai",
     }
+    credential_var: ClassVar[str | None] = KEY_VARIABLE
+    without_credential: ClassVar[str] = "reads the public pricing page instead of the Cloud API"
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         super().__init__(env)

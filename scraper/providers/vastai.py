@@ -261,6 +261,8 @@ class VastProvider(Provider):
     name: ClassVar[str] = "vastai"
     parser_version: ClassVar[str] = "2"  # 2: groups no longer split by country; listings kept
     base_urls: ClassVar[dict[str, str]] = {URL_VARIABLE: "https://console.vast.ai"}
+    credential_var: ClassVar[str | None] = KEY_VARIABLE
+    without_credential: ClassVar[str] = "searches anonymously (lower rate limits)"
 
     @property
     def url(self) -> str:

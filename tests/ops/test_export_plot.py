@@ -73,6 +73,40 @@ def test_export_reads_back_with_duckdb(con, tmp_path):
     assert export_parquet(con, target) == counts
 
 
+def test_exported_price_history_joins_the_runs_that_opened_and_confirmed_it(con, tmp_path):
+    """Keys and provenance survive the export: offer_id, first_run and last_run join scrape_runs.parquet."""
+    target = tmp_path / "export"
+    export_parquet(con, target)
+    check = duckdb.connect()
+    check.execute("SET TimeZone = 'UTC'")
+    glob = f"{target}/price_history/**/*.parquet"
+    history = f"read_parquet('{glob}', hive_partitioning = true)"
+    columns = [r[0] for r in check.execute(f"DESCRIBE SELECT * FROM {history}").fetchall()]
+    assert columns[0] == "offer_id" and {"provider", "date"} <= set(columns)  # hive keys come last
+    assert {"first_run", "last_run", "source_time", "source_basis", "effective_since"} <= set(columns)
+    joined = check.execute(
+        f"""SELECT h.provider, h.pricing, h.usd_per_hour, o.run_id, o.provider, o.started_at, c.run_id, c.status
+            FROM {history} h
+            JOIN '{target}/scrape_runs.parquet' o ON o.run_id = h.first_run
+            JOIN '{target}/scrape_runs.parquet' c ON c.run_id = h.last_run
+            WHERE h.provider = 'aws' AND h.pricing = 'on_demand' ORDER BY h.valid_from"""
+    ).fetchall()
+    # p5.48xlarge: $98.32 opened by the first AWS run (run 1) and confirmed by the second (run 3); $55.04
+    # opened by the third (run 5) and confirmed by the fourth (run 7); runs alternate aws, lambda
+    assert [(r[2], r[3], r[6]) for r in joined] == [(98.32, 1, 3), (55.04, 5, 7)]
+    assert all(r[0] == r[4] == "aws" and r[7] == "ok" for r in joined)
+    assert joined[0][5] == T0
+    # every interval finds both of its runs, and offer_id is the warehouse's own key
+    orphans = check.execute(
+        f"""SELECT count(*) FROM {history} h
+            WHERE h.first_run NOT IN (SELECT run_id FROM '{target}/scrape_runs.parquet')
+               OR h.last_run NOT IN (SELECT run_id FROM '{target}/scrape_runs.parquet')"""
+    ).fetchone()[0]
+    assert orphans == 0
+    keys = check.execute(f"SELECT DISTINCT offer_id, instance_type FROM {history} ORDER BY 1").fetchall()
+    assert keys == con.execute("SELECT DISTINCT offer_id, instance_type FROM price_history ORDER BY 1").fetchall()
+
+
 def test_export_refuses_a_foreign_directory(con, tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep me")

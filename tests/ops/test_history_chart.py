@@ -92,7 +92,7 @@ def test_a_fresh_install_has_years_of_history(tmp_path, monkeypatch):
 def test_history_plot_over_the_bundled_years(tmp_path, monkeypatch):
     monkeypatch.setenv("COSTOPT_DATA_DIR", str(tmp_path))
     target = tmp_path / "h100.png"
-    out = costopt("history", "--gpu", "H100", "--since", "all", "--plot", str(target))
+    out = costopt("history", "--gpu", "H100", "--since", "all", "--plot", str(target), "--wide")
     assert out.returncode == 0, out.stderr
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     lines = out.stdout

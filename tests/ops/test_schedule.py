@@ -51,10 +51,13 @@ def test_two_runs_happen_and_overlapping_runs_are_coalesced():
 
 
 def test_trigger_and_interval_parsing():
-    assert parse_every("6h").total_seconds() == 21600 and parse_every("30m").total_seconds() == 1800
-    for bad in ("often", "0h", "-1h"):
-        with pytest.raises(UsageError):
+    assert parse_every("6h").total_seconds() == 21600 and parse_every("30min").total_seconds() == 1800
+    assert parse_every("2s").total_seconds() == 2 and parse_every("1d").total_seconds() == 86400
+    for bad in ("often", "0h", "-1h", "6"):
+        with pytest.raises(UsageError, match="--every"):
             parse_every(bad)
+    with pytest.raises(UsageError, match="ambiguous: write 30min for minutes or 30mo for months"):
+        parse_every("30m")
     with pytest.raises(UsageError, match="5 fields"):
         make_trigger("0 3 * *", None, "UTC", 0)
     with pytest.raises(UsageError, match="timezone"):
@@ -217,7 +220,7 @@ def test_the_jitter_rule():
     def jitter(cron=None, every=None, requested=None):
         return make_trigger(cron, every, "UTC", requested).jitter or 0
 
-    assert jitter(every="2s") == 0 and jitter(every="4s") == 0 and jitter(every="30m") == 0  # none below an hour
+    assert jitter(every="2s") == 0 and jitter(every="4s") == 0 and jitter(every="30min") == 0  # none below an hour
     assert jitter(every="1h") == 120 and jitter() == 120  # the default nightly cron
     assert jitter(every="4s", requested=120) == 0  # never more than a tenth of the interval (0.4 s -> 0)
     assert jitter(every="1h", requested=600) == 360

@@ -221,7 +221,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_stack_option():
-    base = ["estimate", "--model", "8B", "--tokens", "100B", "--gpu", "A100", "--gpus", "8", "-f", "json"]
+    base = ["estimate", "--model", "8B", "--tokens", "100B", "--gpu", "A100", "--gpus", "8", "-f", "json", "--exact"]
     typical = json.loads(run_cli(*base).stdout)
     tuned = json.loads(run_cli(*base, "--stack", "tuned").stdout)
     assert typical["assumptions"]["stack"] == "typical" and tuned["assumptions"]["stack"] == "tuned"

@@ -37,9 +37,26 @@ def test_parse_count_rejects_with_the_accepted_forms(text):
         parse_count(text, what="--tokens")
 
 
-@pytest.mark.parametrize(("text", "hours"), [("14d", 336), ("36h", 36), ("2w", 336), ("90min", 1.5), ("12", 12)])
+@pytest.mark.parametrize(
+    ("text", "hours"),
+    [("14d", 336), ("36h", 36), ("2w", 336), ("90min", 1.5), ("3mo", 3 * 720), ("1y", 8760), ("1800s", 0.5)],
+)
 def test_parse_duration(text, hours):
     assert parse_duration_hours(text) == pytest.approx(hours)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("6m", "ambiguous: write 6min for minutes or 6mo for months"),
+        ("12", "needs a unit: 12h, 12d"),
+        ("3x", "unit 'x'"),
+    ],
+)
+def test_parse_duration_refuses_an_ambiguous_or_missing_unit(text, says):
+    with pytest.raises(UsageError, match="--deadline") as info:
+        parse_duration_hours(text, what="--deadline")
+    assert says in str(info.value)
 
 
 def test_parse_duration_rejects_words():

@@ -241,9 +241,23 @@ def test_cli_plan_on_the_bundled_snapshot_json_contract(cli_env):
     costs = [o["cost_usd"]["expected"] for o in data["options"]]
     assert costs == sorted(costs)
     o = option
+    # rounded to what each figure means: money to cents, hours to 4 significant digits, the price exact
+    for figure in (*o["cost_usd"].values(), o["on_demand_cost_usd"], o["savings_usd"]):
+        assert figure == round(figure, 2)
+    for hours in o["wall_hours"].values():
+        assert hours == float(f"{hours:.4g}")
     assert o["cost_usd"]["expected"] == pytest.approx(
-        o["wall_hours"]["expected"] * o["usd_per_instance_hour"] * o["instances"]
+        o["wall_hours"]["expected"] * o["usd_per_instance_hour"] * o["instances"], rel=1e-3
     )
+    # --exact: the figures unrounded, for which the contract's relation holds exactly
+    exact = json.loads(
+        run_cli("plan", "--model", "8B", "--tokens", "100B", "-f", "json", "--top", "1", "--exact", env=cli_env).stdout
+    )["options"][0]
+    assert exact["instance_type"] == o["instance_type"] and exact["usd_per_instance_hour"] == o["usd_per_instance_hour"]
+    assert exact["cost_usd"]["expected"] == pytest.approx(
+        exact["wall_hours"]["expected"] * exact["usd_per_instance_hour"] * exact["instances"]
+    )
+    assert round(exact["cost_usd"]["expected"], 2) == o["cost_usd"]["expected"]
     assert data["options"][0]["pareto"] is True
     # provenance: every figure says where it comes from and how old it is by its source's own time
     for o in data["options"]:
@@ -261,7 +275,7 @@ def test_cli_plan_bad_input_is_one_line(cli_env):
     for args, code in (
         (["--deadline", "tomorrow"], 2),
         (["--gpu", "H1000"], 2),
-        (["--provider", "nosuch"], 1),
+        (["--provider", "nosuch"], 2),
         (["--tokens", "100Q"], 2),
         (["--tokens", "1e40"], 2),
         (["--market-price", "max"], 2),
@@ -293,7 +307,15 @@ def test_cli_breakeven_never_within_the_life(cli_env):
     data = json.loads(out.stdout)
     assert data["months_to_break_even"] is None and data["break_even_utilization"] is None
     assert data["never"].startswith("never within the hardware's 4-year life: at 60% utilization it would take 125.7")
-    assert data["months_needed"] == pytest.approx(125.72, abs=0.01)
+    assert data["months_needed"] == 125.7  # 4 significant digits; money in cents
+    assert (data["capex_usd"], data["rent_usd_per_hour"], data["assumptions"]["recoverable_usd"]) == (
+        312000.0,
+        8.72,
+        249600.0,
+    )
+    exact = run_cli("breakeven", "--gpu", "H100", "--count", "8", "--rent-price", "1.09", "-f", "json", "--exact",
+                    env=cli_env)  # fmt: skip
+    assert json.loads(exact.stdout)["months_needed"] == pytest.approx(125.72, abs=0.01)
     table = run_cli("breakeven", "--gpu", "H100", "--count", "8", "--rent-price", "1.09", env=cli_env)
     assert "never (125.7 months needed)" in table.stdout and "never within the hardware's 4-year life" in table.stdout
 

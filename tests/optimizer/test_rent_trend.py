@@ -17,6 +17,7 @@ from optimizer.rent_trend import (
     parse_rate,
     rent_trend,
 )
+from scraper.refresh import refresh
 from warehouse.archive import load_bundle
 from warehouse.db import open_warehouse
 from warehouse.errors import UsageError
@@ -48,7 +49,7 @@ def test_noise_gives_an_interval_around_the_true_rate():
     random.seed(7)
     rate = -0.20
     points = daily("gcp/us/a", D0, 900, lambda n: 10 * (1 + rate) ** (n / 365.25) * math.exp(random.gauss(0, 0.05)))
-    trend = fit("A100-80GB", points)
+    trend = fit("A100-80GB", points, min_providers=1)
     assert trend.low < rate < trend.high
     assert trend.high - trend.low < 0.05
     assert trend.rho is not None and trend.rho < 0.2  # independent daily noise
@@ -58,7 +59,7 @@ def test_a_cheap_provider_appearing_is_not_a_price_cut():
     # a list price flat for two years; a marketplace at a fifth of it recorded for the last three months
     points = [("gcp", "gcp/us/a3", D0, D0 + timedelta(days=729), 11.0)]
     points += [("vastai", "vastai/US/x", D0 + timedelta(days=640), D0 + timedelta(days=729), 2.2)]
-    trend = fit("H100-SXM", points)
+    trend = fit("H100-SXM", points, min_providers=1)
     assert trend.rate_per_year == pytest.approx(0.0, abs=1e-9)
     # the daily minimum over everything: an 80 % drop in the last 90 days reads as -41 % a year
     assert trend.naive_rate_per_year == pytest.approx(-0.4068, abs=1e-4)
@@ -70,7 +71,7 @@ def test_a_price_cut_in_long_flat_runs():
         ("aws", "aws/us-east-1/p5", D0, D0 + timedelta(days=364), 98.32 / 8),
         ("aws", "aws/us-east-1/p5", D0 + timedelta(days=365), D0 + timedelta(days=729), 55.04 / 8),
     ]
-    trend = fit("H100-SXM", points)
+    trend = fit("H100-SXM", points, min_providers=1)
     # a step of h = ln(55.04/98.32) halfway through N days: least squares slope 1.5 h / N per day
     slope = 1.5 * math.log(55.04 / 98.32) / 730
     assert trend.rate_per_year == pytest.approx(math.exp(slope * 365.25) - 1, abs=2e-3)
@@ -108,6 +109,24 @@ def test_runs_in_closed_form_match_a_day_by_day_fit():
     assert closed is not None
     assert closed.slope == pytest.approx(slope, rel=1e-9)
     assert closed.rho == pytest.approx(min(max(lagged / ssr, 0.0), 0.99), rel=1e-9)
+
+
+def test_one_provider_is_not_the_market():
+    # AWS's p5 price cut, alone, with a marketplace recorded for the last 90 days only
+    points = [
+        ("aws", "aws/us-east-1/p5", D0, D0 + timedelta(days=364), 98.32 / 8),
+        ("aws", "aws/us-east-1/p5", D0 + timedelta(days=365), D0 + timedelta(days=729), 55.04 / 8),
+        ("vastai", "vastai/all/x", D0 + timedelta(days=640), D0 + timedelta(days=729), 2.2),
+    ]
+    trend = fit("H100-SXM", points)
+    assert trend.basis == "default" and trend.rate_per_year == pytest.approx(-0.2846, abs=1e-4)
+    assert trend.fit_rate_per_year == pytest.approx(-0.353, abs=2e-3)  # still reported
+    assert trend.why_default is not None and trend.why_default.startswith("only aws has price history over 180 days")
+    # a second provider with a long history of its own: the fit stands
+    points.append(("gcp", "gcp/us/a3", D0, D0 + timedelta(days=729), 11.0))
+    both = fit("H100-SXM", points)
+    assert both.basis == "fit" and both.providers == ("aws", "gcp", "vastai")
+    assert both.fit_rate_per_year == both.rate_per_year
 
 
 def test_too_little_history_uses_the_stated_default():
@@ -149,14 +168,22 @@ def test_a_bad_rent_trend_is_a_usage_error():
 def test_fitted_trends_on_the_bundled_history(db_path):
     con = open_warehouse(db_path)
     load_bundle(con, snapshot_dir() / "history")
+    alone = rent_trend(con, "H100-SXM")  # the archives only: GCP is the one provider with a long history
+    con.close()
+    refresh(db_path, replay=snapshot_dir(), mode="snapshot", keep_raw=False, env={})
+    con = open_warehouse(db_path)
     h100 = rent_trend(con, "H100-SXM")
     a100 = rent_trend(con, "A100-40GB")
     b200 = rent_trend(con, "B200")
     con.close()
-    # GCP's H100 list price (a3 machines, 2024-05 on) hardly moved: the fit says so, tightly
+    # GCP's H100 list price (a3 machines, 2024-05 on) hardly moved; alone, it is not the market
+    assert alone.basis == "default" and alone.why_default.startswith("only gcp has price history over 180 days")
+    assert alone.fit_rate_per_year is not None and abs(alone.fit_rate_per_year) < 0.02
+    # with the snapshot, Azure's archived April prices and November's make a second long history
     assert h100.basis == "fit" and h100.first_day == date(2024, 5, 17)
-    assert "gcp" in h100.providers
+    assert {"azure", "gcp"} <= set(h100.providers)
     assert abs(h100.rate_per_year) < 0.02 and h100.high - h100.low < 0.02
+    assert h100.naive_rate_per_year is not None and h100.naive_rate_per_year < -0.05  # the cheapest of all fell
     assert a100.basis == "fit" and a100.first_day == date(2022, 2, 9)
     assert abs(a100.rate_per_year) < 0.02
     assert b200.basis == "default"  # B200 history: weeks, not months

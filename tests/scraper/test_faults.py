@@ -156,7 +156,7 @@ def test_a_faulty_source_never_loses_or_distorts_a_price(target, fault, upstream
         assert [row[:4] for row in after] == [row[:4] for row in before]
         assert min(row[4] for row in after) > max(row[4] for row in before)
         assert max(hits) == 2  # one 429, then the answer
-        assert exit_code([outcome], requested=True) in (0, 3)
+        assert exit_code([outcome], requested=True) == 0  # the same offers at the same prices: nothing to flag
         return
 
     assert outcome.status == "failed"

@@ -50,6 +50,46 @@ def test_older_database_is_migrated(db_path, monkeypatch):
     con.close()
 
 
+def test_migration_6_moves_the_fp16_rate_of_volta_and_turing_out_of_bf16(db_path):
+    """A warehouse written before migration 6 held V100's and T4's FP16 rate in bf16_tflops: after it, their
+    bf16_tflops is NULL and fp16_tflops holds the rate; every other GPU gets its one rate in both."""
+    con = duckdb.connect(str(db_path))
+    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMPTZ)")
+    for number, name, sql in MIGRATIONS[:5]:
+        con.execute(sql)
+        con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [number, name])
+    for name, architecture, tflops in (
+        ("V100-16GB", "Volta", 125.0),
+        ("T4", "Turing", 65.0),
+        ("H100-SXM", "Hopper", 989.0),
+    ):
+        con.execute(
+            "INSERT INTO gpus (name, architecture, bf16_tflops, memory_gb) VALUES (?, ?, ?, 16)",
+            [name, architecture, tflops],
+        )
+    con.close()
+    con = open_warehouse(db_path)
+    assert schema_version(con) == 6
+    assert con.execute("SELECT name, bf16_tflops, fp16_tflops FROM gpus ORDER BY name").fetchall() == [
+        ("H100-SXM", 989.0, 989.0),
+        ("T4", None, 65.0),
+        ("V100-16GB", None, 125.0),
+    ]
+    con.close()
+
+
+def test_a_fresh_warehouse_has_both_rates_from_the_gpu_table(db_path):
+    con = open_warehouse(db_path)
+    rows = dict(
+        (
+            (name, (bf16, fp16))
+            for name, bf16, fp16 in con.execute("SELECT name, bf16_tflops, fp16_tflops FROM gpus").fetchall()
+        )
+    )
+    assert rows["V100-16GB"] == (None, 125.0) and rows["T4"] == (None, 65.0) and rows["A100-80GB"] == (312.0, 312.0)
+    con.close()
+
+
 def test_newer_database_is_refused(db_path):
     open_warehouse(db_path).close()
     con = duckdb.connect(str(db_path))

@@ -74,12 +74,31 @@ def test_facts_are_plausible_and_sourced():
     for spec in catalog().specs:
         assert spec.intra_node in INTRA_NODE_KINDS
         assert 8 <= spec.memory_gb <= 300, spec.name
-        assert 50 <= spec.bf16_tflops <= 3000, spec.name
-        assert spec.fp8_tflops is None or spec.fp8_tflops >= 1.9 * spec.bf16_tflops, spec.name
+        assert 50 <= spec.fp16_tflops <= 3000, spec.name
+        if spec.bf16_tflops is not None:  # one 16-bit rate from Ampere and CDNA 2 on; Volta and Turing have no BF16
+            assert spec.bf16_tflops == spec.fp16_tflops, spec.name
+        else:
+            assert spec.architecture in ("Volta", "Turing"), spec.name
+        # FP8 tensor cores run at twice the 16-bit rate (Hopper, Ada, Blackwell, CDNA 3)
+        if spec.fp8_tflops is not None:
+            assert spec.fp8_tflops >= 1.9 * spec.fp16_tflops, spec.name
         assert 50 <= spec.tdp_w <= 1500, spec.name
         assert spec.spec_source, spec.name
         if spec.purchase_price_usd is not None:
             assert spec.purchase_price_date and spec.purchase_price_source.startswith(("http", "NVIDIA")), spec.name
+
+
+def test_volta_and_turing_have_fp16_tensor_cores_and_no_bf16():
+    """V100 and T4 have FP16 tensor cores only: no bf16 figure, their FP16 rate in fp16_tflops; a bf16 job runs
+    there in fp16 mixed precision at that rate. Every other GPU has no such gap."""
+    gpus = catalog()
+    for name, fp16 in (("V100-16GB", 125), ("V100-32GB", 125), ("T4", 65)):
+        spec = gpus.resolve(name)
+        assert (spec.bf16_tflops, spec.fp16_tflops, spec.tensor16_tflops) == (None, fp16, fp16)
+        assert (spec.precision_used("bf16"), spec.precision_used("fp16")) == ("fp16", "fp16")
+    without_bf16 = {s.name for s in gpus.specs if s.bf16_tflops is None}
+    assert without_bf16 == {"V100-16GB", "V100-32GB", "T4"}
+    assert gpus.resolve("A100-80GB").precision_used("bf16") == "bf16"
 
 
 def test_known_datasheet_values():
@@ -112,4 +131,4 @@ def test_agrees_with_the_shared_reference_where_both_have_a_figure():
         spec = catalog().resolve(ours)
         row = reference[theirs]
         assert spec.memory_gb == float(row["memory_gb"]), ours
-        assert spec.bf16_tflops == pytest.approx(float(row["bf16_fp16_dense_tensor_tflops"]), rel=0.01), ours
+        assert spec.tensor16_tflops == pytest.approx(float(row["bf16_fp16_dense_tensor_tflops"]), rel=0.01), ours

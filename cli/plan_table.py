@@ -1,0 +1,102 @@
+"""The ``plan`` table: the widest of costopt's tables, laid out to read at 100 columns.
+
+At 100 columns a row says which option (provider, GPUs x per instance x instances, region, pricing),
+its price per GPU-hour, the expected wall time and cost, and what spot saves; the instance type,
+the price's age, each row's range and the notes follow as the terminal widens, and ``--wide`` shows
+them all. The ranges of wall time and cost come from one calibrated MFU band, so they are nearly the
+same multiple of the expected figure on every row: the footer states that multiple once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cli.output import Column, age_text
+
+ORIGIN_MARKS = {"derived": "\u2020", "generated": "\u2021"}  # dagger, double dagger
+PRICING_LABELS = {"on_demand": "on-demand", "spot": "spot", "interruptible": "interruptible"}
+
+COLUMNS = [
+    Column("pareto", "*", "name"),
+    Column("provider", "provider", "name"),
+    Column("instance", "instance", "name", drop=4),
+    Column("shape", "GPU x n x inst", "name"),
+    Column("region", "region", "name", drop=2),
+    Column("pricing", "pricing", "name"),
+    Column("price", "$/GPU-h", "figure"),
+    Column("age", "age", "figure", drop=5),
+    Column("wall", "wall time", "figure"),
+    Column("wall_range", "wall range", "figure", drop=7),
+    Column("cost", "cost", "figure"),
+    Column("cost_range", "cost range", "figure", drop=6),
+    Column("saves", "spot saves", "figure"),
+    Column("notes", "notes", "text", drop=3),
+]
+
+
+def money(value: float | None) -> str:
+    return "" if value is None else f"${value:,.0f}"
+
+
+def regions(row: dict[str, Any]) -> str:
+    """``us-east-1``, ``us-east-1 +2`` for collapsed regions; a marketplace row names its listings' countries."""
+    if row.get("listings") is not None and row.get("countries") is not None:
+        countries = row["countries"]
+        where = f", {countries[0]}" if len(countries) == 1 else ""
+        return f"{row['listings']} listings{where}"
+    names = row["regions"]
+    return names[0] if len(names) == 1 else f"{names[0]} +{len(names) - 1}"
+
+
+def cells(row: dict[str, Any]) -> dict[str, str]:
+    """One option as the table's cells."""
+    from optimizer.units import human_hours
+
+    saves = ""
+    if row["savings_usd"] is not None and row["on_demand_cost_usd"]:
+        saves = f"{money(row['savings_usd'])} ({row['savings_usd'] / row['on_demand_cost_usd']:.0%})"
+    notes = list(row["notes"])
+    if row.get("added_hours") is not None and row["pricing"] != "on_demand":
+        added = row["added_hours"]
+        notes.append(f"spot adds {'-' if added < 0 else ''}{human_hours(abs(added) or 1e-9)}")
+    return {
+        "pareto": "*" if row["pareto"] else "",
+        "provider": row["provider"],
+        "instance": row["instance_type"],
+        "shape": f"{row['gpu']} x{row['gpus_per_instance']} x{row['instances']}",
+        "region": regions(row),
+        "pricing": PRICING_LABELS.get(row["pricing"], row["pricing"]),
+        "price": f"${row['usd_per_gpu_hour']:.2f}{ORIGIN_MARKS.get(row['data_origin'], '')}",
+        "age": age_text(row["source_age_hours"]),
+        "wall": human_hours(row["wall_expected"]),
+        "wall_range": f"{human_hours(row['wall_low'])}-{human_hours(row['wall_high'])}",
+        "cost": money(row["cost_expected"]),
+        "cost_range": f"{money(row['cost_low'])}-{money(row['cost_high'])}",
+        "saves": saves,
+        "notes": "; ".join(notes),
+    }
+
+
+def band_line(rows: list[dict[str, Any]]) -> str:
+    """The ranges as multiples of the expected figure, said once for the rows shown."""
+    lows = [r["wall_low"] / r["wall_expected"] for r in rows if r["wall_expected"]]
+    highs = [r["wall_high"] / r["wall_expected"] for r in rows if r["wall_expected"]]
+    if not lows:
+        return ""
+
+    def span(values: list[float]) -> str:
+        low, high = min(values), max(values)
+        return f"x{low:.2f}" if f"{low:.2f}" == f"{high:.2f}" else f"x{low:.2f}-{high:.2f}"
+
+    return (
+        f"range: wall time and cost run from {span(lows)} (fastest plausible) to {span(highs)} (slowest plausible) "
+        "of the expected figure (the calibrated MFU band)"
+    )
+
+
+def print_plan_table(rows: list[dict[str, Any]], *, title: str, footer: list[str], wide: bool) -> None:
+    from cli.output import print_table
+
+    table = [cells(r) for r in rows]
+    keys = [c.key for c in COLUMNS]
+    print_table([[t[k] for k in keys] for t in table], COLUMNS, title=title, caption=footer, wide=wide)
