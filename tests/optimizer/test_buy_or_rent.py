@@ -84,7 +84,7 @@ def test_breakeven_json_carries_today_and_the_trend(tmp_path, monkeypatch):
     )
     stated = subprocess.run(
         [sys.executable, "-c", "from cli.app import main; main()", "breakeven", "--gpu", "H100", "--rent-trend",
-         "-30%/y", "--rent-price", "2.5", "--format", "json"],
+         "-30%/y", "--rent-price", "2.5", "--format", "json", "--exact"],
         capture_output=True,
         text=True,
         cwd=REPO,
