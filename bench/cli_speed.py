@@ -154,10 +154,10 @@ def main() -> None:
     outcome, again = json.loads(first[3]), json.loads(second[3])
     results += [
         timed("--help", 0.15, [*costopt, "--help"], env, args.runs),
-        timed("prices (bundled snapshot)", 0.25, [*costopt, "prices"], env, args.runs),
-        timed("sql (bundled snapshot)", 0.25, [*costopt, "sql", SQL], env, args.runs),
-        timed("history --gpu H100 (bundled snapshot)", 0.25, [*costopt, "history", "--gpu", "H100"], env, args.runs),
-        timed("plan --model 8B --tokens 100B (bundled snapshot)", 0.40, [*costopt, *PLAN], env, args.runs),
+        timed("prices (fixtures replayed)", 0.25, [*costopt, "prices"], env, args.runs),
+        timed("sql (fixtures replayed)", 0.25, [*costopt, "sql", SQL], env, args.runs),
+        timed("history --gpu H100 (fixtures replayed)", 0.25, [*costopt, "history", "--gpu", "H100"], env, args.runs),
+        timed("plan --model 8B --tokens 100B (fixtures replayed)", 0.40, [*costopt, *PLAN], env, args.runs),
     ]
     if args.year_db.exists() and not args.quick:
         year_env = {**env, "COSTOPT_DB": str(args.year_db.resolve())}
