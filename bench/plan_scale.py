@@ -58,7 +58,7 @@ def main() -> None:
                 start = time.perf_counter()
                 plan = build_plan(job, offers, catalog(), Constraints(max_gpus=size), spot_risk=risk)
                 times.append(time.perf_counter() - start)
-                height = plan.options.height
+                height = len(plan.options)
             fastest[size] = min(times)
             print(f"{size:>10} {height:>8} {statistics.median(times):>9.3f} {min(times):>7.3f}")
         ratio = fastest[4096] / fastest[256]

@@ -18,7 +18,9 @@ def _utc(column: str) -> str:
 
 
 def current_offers(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    """Every open price, with its provenance and, for marketplaces, the group's listings (Vast.ai)."""
+    """Every open price, with its provenance and, for marketplaces, the group's listings (Vast.ai).
+
+    In a fixed order, so that a plan (its ties, its list of dropped offers) is the same on every run."""
     cursor = con.execute(
         f"""SELECT c.provider, c.region, c.instance_type, c.gpu, c.gpu_count, c.pricing, c.usd_per_hour,
                   {_utc("c.observed_at")} AS observed_at, c.age_hours, c.source,
@@ -27,7 +29,8 @@ def current_offers(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
                   m.offer_count, m.listings
            FROM current_prices c
            LEFT JOIN market_current m USING (provider, region, instance_type, pricing)
-           WHERE c.pricing IN ('on_demand', 'spot', 'interruptible')"""
+           WHERE c.pricing IN ('on_demand', 'spot', 'interruptible')
+           ORDER BY c.provider, c.region, c.instance_type, c.pricing"""
     )
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]

@@ -17,6 +17,10 @@ O(log(max_gpus)) counts per offer, and estimates are shared by every offer of th
 * Options are ranked by expected cost, those slower than the horizon (default 90 days) after the
   others and flagged; the Pareto front of cost against time is marked.
 * A job whose fastest option takes more than a century is refused as an input error.
+
+The options are plain rows (one dict per option, ``OPTION_COLUMNS`` and the comparison columns), ranked
+in Python: a plan is a few thousand to a few tens of thousands of rows, which plain loops and one sort
+handle in milliseconds, and ``costopt plan`` does not pay polars' ~0.1 s import on every run.
 """
 
 from __future__ import annotations
@@ -24,9 +28,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from typing import Any
-
-import polars as pl
 
 from optimizer import defaults
 from optimizer.estimate import Estimate, Job, estimate
@@ -64,7 +67,7 @@ class Constraints:
 @dataclass(slots=True)
 class Plan:
     job: Job
-    options: pl.DataFrame  # ranked, the columns of OPTION_COLUMNS plus the on-demand comparison
+    options: list[dict[str, Any]]  # ranked rows: OPTION_COLUMNS, the on-demand comparison, regions, pareto, slow
     dropped: list[dict[str, Any]] = field(default_factory=list)  # offers removed, with the reason
     prices_as_of: str = ""
 
@@ -171,48 +174,49 @@ def build_plan(
     if not rows:
         raise NoOptions(_no_option_reason(dropped, constraints.max_gpus))
     _refuse_absurd(rows)
-    frame = pl.DataFrame(
-        rows,
-        schema_overrides={
-            "age_hours": pl.Float64,
-            "source_age_hours": pl.Float64,
-            "listings": pl.Int64,
-            "market_basis": pl.Utf8,
-            "market_rule": pl.Utf8,
-            "observed_at": pl.Utf8,
-            "source_time": pl.Utf8,
-            "effective_since": pl.Utf8,
-        },
-        infer_schema_length=None,
-    )
-    frame = _collapse_regions(_compare_with_on_demand(frame))
+    regions: dict[tuple[str, str, str], set[str]] = {}
+    for o in ordered:
+        regions.setdefault((o["provider"], o["instance_type"], o["pricing"]), set()).add(o["region"])
+    shared = {key for key, found in regions.items() if len(found) > 1}
+    rows = _collapse_regions(_compare_with_on_demand(rows), shared)
     if constraints.spot is True:
-        frame = frame.filter(pl.col("pricing").is_in(INTERRUPTIBLE))
+        rows = [r for r in rows if r["pricing"] in INTERRUPTIBLE]
     for flag, limit, column in (
         ("--deadline", constraints.deadline_hours, "wall_expected"),
         ("--budget", constraints.budget_usd, "cost_expected"),
     ):
         if limit is None:
             continue
-        within = frame.filter(pl.col(column) <= limit)
-        for row in (
-            frame.filter(pl.col(column) > limit)
-            .select("provider", "region", "instance_type", "pricing", "instances")
-            .iter_rows()
-        ):
-            dropped.append({"offer": " ".join(map(str, row[:4])) + f" x{row[4]}", "reason": f"over {flag}"})
-        if within.is_empty():
-            best = frame.sort(column).row(0, named=True)
+        within = [r for r in rows if r[column] <= limit]
+        for r in rows:
+            if r[column] > limit:
+                dropped.append(
+                    {
+                        "offer": f"{r['provider']} {r['region']} {r['instance_type']} {r['pricing']} x{r['instances']}",
+                        "reason": f"over {flag}",
+                    }
+                )
+        if not within:
+            best = min(rows, key=lambda r: r[column])
             unit = f"{best[column] / 24:.1f} days" if column == "wall_expected" else f"${best[column]:,.0f}"
             raise NoOptions(
-                f"no offer left: {flag} removed the last {frame.height} options "
+                f"no offer left: {flag} removed the last {len(rows)} options "
                 f"(best: {unit} with up to --max-gpus {constraints.max_gpus})"
             )
-        frame = within
-    frame = _mark_pareto(frame.sort(["cost_expected", "wall_expected"]))
-    frame = frame.with_columns((pl.col("wall_expected") > constraints.horizon_hours).alias("slow"))
-    frame = frame.sort(["slow", "cost_expected", "wall_expected"], maintain_order=True)
-    return Plan(job=job, options=frame, dropped=dropped)
+        rows = within
+    rows.sort(key=_BY_COST_THEN_TIME)
+    _mark_pareto(rows)
+    horizon = constraints.horizon_hours
+    for r in rows:
+        r["slow"] = r["wall_expected"] > horizon
+    rows.sort(key=_SLOW)  # stable: cost, then time, within each of the two groups
+    return Plan(job=job, options=rows, dropped=dropped)
+
+
+# cost, then time; exact ties (the same instance and price at two providers or regions) in a fixed order
+_BY_COST_THEN_TIME = itemgetter("cost_expected", "wall_expected", "provider", "instance_type", "region", "pricing",
+                                "instances")  # fmt: skip
+_SLOW = itemgetter("slow")
 
 
 @dataclass
@@ -228,6 +232,7 @@ class _Builder:
     dropped: list[dict[str, Any]]
     cache: dict[tuple[str, int, int, str], Estimate] = field(default_factory=dict)
     spot_counts: dict[tuple[str, str, str], set[int]] = field(default_factory=dict)
+    overheads: dict[tuple[float, int], tuple[float, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.states = state_bytes(self.job.model, self.job.method)
@@ -298,14 +303,17 @@ class _Builder:
         def overhead(n: int) -> tuple[float, float]:
             if not interruptible:
                 return 0.0, 0.0
-            over = spot_overhead(
-                hazard=hazard,
-                hazard_source=hazard_source,
-                instances=n,
-                checkpoint_bytes=self.states,
-                interval_hours=self.constraints.checkpoint_interval_hours,
-            )
-            return over.overhead, over.first_order
+            known = self.overheads.get((hazard, n))  # the same hazard and count: the same overhead
+            if known is None:
+                over = spot_overhead(
+                    hazard=hazard,
+                    hazard_source=hazard_source,
+                    instances=n,
+                    checkpoint_bytes=self.states,
+                    interval_hours=self.constraints.checkpoint_interval_hours,
+                )
+                known = self.overheads[(hazard, n)] = (over.overhead, over.first_order)
+            return known
 
         def hours_at(n: int) -> float:
             return self.estimate(gpu, per_instance, n, fabric).wall_hours.expected * (1 + overhead(n)[0])
@@ -318,6 +326,26 @@ class _Builder:
         counts = instance_counts(low, high, extra)
         if interruptible:
             self.spot_counts.setdefault(twin, set()).update(counts)
+        age = _float(offer.get("age_hours"))
+        base = {  # what every count of this offer shares
+            "provider": offer["provider"],
+            "instance_type": offer["instance_type"],
+            "region": offer["region"],
+            "gpu": gpu.name,
+            "gpus_per_instance": per_instance,
+            "pricing": offer["pricing"],
+            "age_hours": age,
+            "source": offer.get("source"),
+            "observed_at": _text(offer.get("observed_at")),
+            "source_time": _text(offer.get("source_time") or offer.get("observed_at")),
+            "source_basis": offer.get("source_basis") or "observed",
+            "source_age_hours": _first(_float(offer.get("source_age_hours")), age),
+            "effective_since": _text(offer.get("effective_since")),
+            "data_origin": offer.get("data_origin") or "unknown",
+            "listings": market.count if market is not None else available,
+            "hazard_source": hazard_source,
+            "fabric": fabric,
+        }
         out = []
         for n in counts:
             est = self.estimate(gpu, per_instance, n, fabric)
@@ -325,44 +353,32 @@ class _Builder:
             if not math.isfinite(over):
                 self.drop(offer, f"x{n}: interruptions (every {1 / (hazard * n) * 60:.0f} min) outpace progress")
                 continue
-            per_hour = market.price_per_instance(n) if market is not None else offer["usd_per_hour"]
-            assert per_hour is not None  # n <= market.count
-            wall = est.wall_hours.scaled(1 + over)
+            listed = market.price_per_instance(n) if market is not None else offer["usd_per_hour"]
+            assert listed is not None  # n <= market.count
+            per_hour = float(listed)
+            factor = 1 + over
+            hours = est.wall_hours
+            fast, expected, slow = hours.low * factor, hours.expected * factor, hours.high * factor
             price = per_hour * n
             out.append(
                 {
-                    "provider": offer["provider"],
-                    "instance_type": offer["instance_type"],
-                    "region": offer["region"],
-                    "gpu": gpu.name,
-                    "gpus_per_instance": per_instance,
+                    **base,
                     "instances": n,
-                    "pricing": offer["pricing"],
+                    "regions": [offer["region"]],
                     "usd_per_instance_hour": per_hour,
                     "usd_per_gpu_hour": per_hour / per_instance,
-                    "age_hours": offer.get("age_hours"),
-                    "source": offer.get("source"),
-                    "observed_at": _text(offer.get("observed_at")),
-                    "source_time": _text(offer.get("source_time") or offer.get("observed_at")),
-                    "source_basis": offer.get("source_basis") or "observed",
-                    "source_age_hours": _first(offer.get("source_age_hours"), offer.get("age_hours")),
-                    "effective_since": _text(offer.get("effective_since")),
-                    "data_origin": offer.get("data_origin") or "unknown",
-                    "listings": market.count if market is not None else available,
                     "market_basis": market.basis(n) if market is not None else None,
                     "market_rule": market.rule(n) if market is not None else None,
                     "countries": list(market.countries) if market is not None else [],
-                    "wall_low": wall.low,
-                    "wall_expected": wall.expected,
-                    "wall_high": wall.high,
-                    "cost_low": wall.low * price,
-                    "cost_expected": wall.expected * price,
-                    "cost_high": wall.high * price,
+                    "wall_low": fast,
+                    "wall_expected": expected,
+                    "wall_high": slow,
+                    "cost_low": fast * price,
+                    "cost_expected": expected * price,
+                    "cost_high": slow * price,
                     "mfu_expected": est.mfu.expected,
                     "spot_overhead": over,
                     "spot_overhead_first_order": first,
-                    "hazard_source": hazard_source,
-                    "fabric": fabric,
                 }
             )
         return out
@@ -370,6 +386,11 @@ class _Builder:
 
 def _text(value: object) -> str | None:
     return None if value is None else str(value)
+
+
+def _float(value: Any) -> float | None:
+    """A number as a float (a column of floats, as the options always had), None kept."""
+    return None if value is None else float(value)
 
 
 def _first(*values: float | None) -> float | None:
@@ -399,82 +420,99 @@ def _refuse_absurd(rows: list[dict[str, Any]]) -> None:
         )
 
 
-def _compare_with_on_demand(frame: pl.DataFrame) -> pl.DataFrame:
-    """On-demand cost of the same instance and count where it exists, else the cheapest of the same GPU count."""
-    on_demand = frame.filter(pl.col("pricing") == "on_demand")
-    same = on_demand.select(
-        "provider", "region", "instance_type", "instances", pl.col("cost_expected").alias("od_same"),
-        pl.col("wall_expected").alias("od_same_wall"),
-    ).unique(subset=["provider", "region", "instance_type", "instances"], keep="first")  # fmt: skip
-    total = pl.col("gpus_per_instance") * pl.col("instances")
-    cheapest = (
-        on_demand.with_columns(total.alias("total_gpus"))
-        .sort("cost_expected")
-        .group_by("gpu", "total_gpus", maintain_order=True)
-        .first()
-        .select(
-            "gpu", "total_gpus", pl.col("cost_expected").alias("od_any"), pl.col("wall_expected").alias("od_any_wall")
-        )
-    )
-    out = (
-        frame.with_columns(total.alias("total_gpus"))
-        .join(same, on=["provider", "region", "instance_type", "instances"], how="left")
-        .join(cheapest, on=["gpu", "total_gpus"], how="left")
-    )
-    spot = pl.col("pricing").is_in(INTERRUPTIBLE)
-    od_cost = pl.coalesce("od_same", "od_any")
-    od_wall = pl.coalesce("od_same_wall", "od_any_wall")
-    return out.with_columns(
-        pl.when(spot).then(od_cost).otherwise(pl.col("cost_expected")).alias("on_demand_cost_usd"),
-        pl.when(spot).then(od_cost - pl.col("cost_expected")).otherwise(None).alias("savings_usd"),
-        pl.when(spot).then(pl.col("wall_expected") - od_wall).otherwise(None).alias("added_hours"),
-        pl.when(spot & pl.col("od_same").is_null() & pl.col("od_any").is_not_null())
-        .then(pl.lit("vs cheapest on-demand of the same GPU count"))
-        .otherwise(None)
-        .alias("savings_basis"),
-    ).drop("od_same", "od_same_wall", "od_any", "od_any_wall", "total_gpus")
+def _compare_with_on_demand(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """On-demand cost of the same instance and count where it exists, else the cheapest of the same GPU count.
+
+    Adds ``on_demand_cost_usd`` (a row's own cost for on-demand), ``savings_usd``, ``added_hours`` and
+    ``savings_basis`` to every row, in place.
+    """
+    same: dict[tuple[str, str, str, int], tuple[float, float]] = {}
+    cheapest: dict[tuple[str, int], tuple[float, float]] = {}
+    for r in rows:
+        if r["pricing"] != "on_demand":
+            continue
+        cost, wall = r["cost_expected"], r["wall_expected"]
+        same.setdefault((r["provider"], r["region"], r["instance_type"], r["instances"]), (cost, wall))
+        key = (r["gpu"], r["gpus_per_instance"] * r["instances"])
+        known = cheapest.get(key)
+        if known is None or cost < known[0]:  # the first of equally cheap ones, as a stable sort would give
+            cheapest[key] = (cost, wall)
+    for r in rows:
+        if r["pricing"] not in INTERRUPTIBLE:
+            r["on_demand_cost_usd"] = r["cost_expected"]
+            r["savings_usd"] = r["added_hours"] = r["savings_basis"] = None
+            continue
+        twin = same.get((r["provider"], r["region"], r["instance_type"], r["instances"]))
+        any_ = cheapest.get((r["gpu"], r["gpus_per_instance"] * r["instances"]))
+        basis = twin if twin is not None else any_
+        if basis is None:
+            r["on_demand_cost_usd"] = r["savings_usd"] = r["added_hours"] = r["savings_basis"] = None
+            continue
+        r["on_demand_cost_usd"] = basis[0]
+        r["savings_usd"] = basis[0] - r["cost_expected"]
+        r["added_hours"] = r["wall_expected"] - basis[1]
+        r["savings_basis"] = None if twin is not None else "vs cheapest on-demand of the same GPU count"
+    return rows
 
 
-_COLLAPSE_KEYS = ["provider", "instance_type", "pricing", "gpu", "gpus_per_instance", "instances", "data_origin"]
+def _collapse_regions(rows: list[dict[str, Any]], shared: set[tuple[str, str, str]]) -> list[dict[str, Any]]:
+    """One row for identical options in several regions (same provider, instance type, pricing, GPU, count, price,
+    time and on-demand comparison), listing the regions in ``regions``; ``region`` is the first alphabetically
+    and the row kept is that region's, at the place of the group's first row.
+
+    ``shared`` holds the (provider, instance type, pricing) offered in more than one region: only their rows can
+    collapse, so only they are compared (prices and times to 9 and 6 decimals, the on-demand cost to 4).
+    """
+    out: list[dict[str, Any] | None] = []
+    groups: dict[tuple[Any, ...], tuple[int, list[dict[str, Any]]]] = {}
+    for r in rows:
+        if (r["provider"], r["instance_type"], r["pricing"]) not in shared:
+            out.append(r)
+            continue
+        od = r["on_demand_cost_usd"]
+        key = (
+            r["provider"], r["instance_type"], r["pricing"], r["gpu"], r["gpus_per_instance"], r["instances"],
+            r["data_origin"], round(r["usd_per_instance_hour"], 9), round(r["wall_expected"], 6),
+            None if od is None else round(od, 4),
+        )  # fmt: skip
+        group = groups.get(key)
+        if group is None:
+            groups[key] = (len(out), [r])
+            out.append(None)
+        else:
+            group[1].append(r)
+    for place, members in groups.values():
+        members.sort(key=_REGION)
+        kept = members[0]
+        kept["regions"] = list(dict.fromkeys(m["region"] for m in members))
+        out[place] = kept
+    return [r for r in out if r is not None]
 
 
-def _collapse_regions(frame: pl.DataFrame) -> pl.DataFrame:
-    """One row for identical options in several regions (same provider, instance type, pricing, price, count and
-    on-demand comparison), listing the regions in ``regions`` (``region`` is the first)."""
-    rounded = [
-        pl.col("usd_per_instance_hour").round(9).alias("_price"),
-        pl.col("wall_expected").round(6).alias("_wall"),
-        pl.col("on_demand_cost_usd").round(4).alias("_od"),
-    ]
-    keys = [*_COLLAPSE_KEYS, "_price", "_wall", "_od"]
-    grouped = (
-        frame.with_columns(rounded)
-        .sort("region")
-        .group_by(keys, maintain_order=True)
-        .agg(pl.col("region").unique(maintain_order=True).alias("regions"), pl.all().exclude(*keys, "region").first())
-    )
-    return grouped.with_columns(pl.col("regions").list.first().alias("region")).drop("_price", "_wall", "_od")
+_REGION = itemgetter("region")
 
 
-def _mark_pareto(frame: pl.DataFrame) -> pl.DataFrame:
+def _mark_pareto(rows: list[dict[str, Any]]) -> None:
     """Sorted by cost: an option is on the front when it is faster than every cheaper option."""
     best_wall = math.inf
-    flags = []
-    for wall in frame["wall_expected"]:
-        flags.append(wall < best_wall)
+    for r in rows:
+        wall = r["wall_expected"]
+        r["pareto"] = wall < best_wall
         best_wall = min(best_wall, wall)
-    return frame.with_columns(pl.Series("pareto", flags))
 
 
-def default_view(frame: pl.DataFrame) -> pl.DataFrame:
+def default_view(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """What ``plan`` shows unless ``--all-counts``: each offer at its cheapest instance count, plus every option on
     the Pareto front of cost and time (the faster, dearer counts worth knowing about); ranking kept."""
-    offer = pl.concat_str(
-        [pl.col("provider"), pl.col("instance_type"), pl.col("pricing"), pl.col("regions").list.join(",")],
-        separator="|",
-    )
-    cheapest = pl.col("cost_expected") == pl.col("cost_expected").min().over(offer)
-    return frame.filter(pl.col("pareto") | cheapest)
+    cheapest: dict[tuple[str, str, str, tuple[str, ...]], float] = {}
+    keys = []
+    for r in rows:
+        key = (r["provider"], r["instance_type"], r["pricing"], tuple(r["regions"]))
+        keys.append(key)
+        cost = r["cost_expected"]
+        if key not in cheapest or cost < cheapest[key]:
+            cheapest[key] = cost
+    return [r for r, key in zip(rows, keys, strict=True) if r["pareto"] or r["cost_expected"] == cheapest[key]]
 
 
 def stale_prices(rows: list[dict[str, Any]], stale_days: float = defaults.STALE_DAYS.value) -> list[dict[str, Any]]:

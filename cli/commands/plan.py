@@ -166,18 +166,18 @@ def plan_command(
         note_text = wh.prices_note
         plan = build_plan(job, offers, gpus, constraints, spot_risk=risk, mfu_override=mfu)
         view = plan.options if all_counts else default_view(plan.options)
-        best = view.row(0, named=True)
+        best = view[0]
         buy_line = _buy_line(wh.con, best) if buy else None
     flops = job.flops().total
     horizon_days = constraints.horizon_hours / 24
     premium = constraints.market.bid_premium
     if top is None and format is Format.table:
         top = 15
-    rows = [dict(r, bid_premium=premium) for r in (view if top is None else view.head(top)).iter_rows(named=True)]
-    if format is not Format.table and len(rows) < view.height:
+    rows = [dict(r, bid_premium=premium) for r in (view if top is None else view[:top])]
+    if format is not Format.table and len(rows) < len(view):
         from cli.output import note
 
-        note(f"costopt: {len(rows)} of {view.height} options (--top {top}); leave out --top for all")
+        note(f"costopt: {len(rows)} of {len(view)} options (--top {top}); leave out --top for all")
     rows = [dict(r, notes=_notes(r, horizon_days, job.precision)) for r in rows]
     stale = stale_prices(rows)
     warnings = [_stale_line(stale)] if stale else []
@@ -224,7 +224,7 @@ def plan_command(
             "job": job_info,
             "prices_as_of": as_of,
             "prices": note_text,
-            "options_total": plan.options.height,
+            "options_total": len(plan.options),
             "horizon_days": horizon_days,
             "market_price": constraints.market.price,
             "warnings": warnings,
@@ -248,7 +248,7 @@ def plan_command(
         note_text,
         rows,
         plan,
-        view.height,
+        len(view),
         buy_line,
         show_infeasible,
         explain,
@@ -289,7 +289,7 @@ def _print_human(
     ]
     print_plan_table(
         rows,
-        title=f"Cheapest {len(rows)} of {shown} options by expected cost ({plan.options.height} with every count)",
+        title=f"Cheapest {len(rows)} of {shown} options by expected cost ({len(plan.options)} with every count)",
         footer=[line for line in footer if line],
         wide=wide,
     )

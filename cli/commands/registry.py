@@ -30,9 +30,14 @@ _TABLE: list[tuple[str, str]] = [
 ]
 
 
+NAMES: list[str] = [name for name, _ in _TABLE]
+
+
 def _load(spec: str) -> Callable[..., Any]:
     module, _, function = spec.partition(":")
     return getattr(import_module(f"cli.commands.{module}"), function)  # type: ignore[no-any-return]
 
 
-COMMANDS: list[tuple[str, Callable[..., Any]]] = [(name, _load(spec)) for name, spec in _TABLE]
+def commands(only: str | None = None) -> list[tuple[str, Callable[..., Any]]]:
+    """Every command, or only the one named ``only``: a command that runs needs no other command's module."""
+    return [(name, _load(spec)) for name, spec in _TABLE if only is None or name == only]

@@ -240,5 +240,5 @@ def test_plan_prices_the_stack_the_job_names():
     walls = {}
     for stack in ("typical", "tuned"):
         plan = build_plan(Job(resolve_model("8B"), 100e9, stack=stack), [offer], GPUS, Constraints(max_gpus=8))
-        walls[stack] = plan.options.row(0, named=True)["wall_expected"]
+        walls[stack] = plan.options[0]["wall_expected"]
     assert walls["typical"] == pytest.approx(walls["tuned"] / FIT.typical)

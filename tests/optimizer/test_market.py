@@ -80,7 +80,7 @@ def vast(pricing="on_demand", listings=FIVE, count=8, gpu="H100-SXM"):
 
 def test_plan_prices_each_count_from_the_listings_and_never_rents_more_than_there_are():
     plan = build_plan(JOB, [vast()], GPUS, Constraints(max_gpus=256))
-    rows = {r["instances"]: r for r in plan.options.iter_rows(named=True)}
+    rows = {r["instances"]: r for r in plan.options}
     assert sorted(rows) == [1, 2, 4, 5]  # min 1, doublings, and the 5 listings as the cap
     assert rows[1]["usd_per_instance_hour"] == 3.0 and rows[1]["listings"] == 5
     assert rows[4]["usd_per_instance_hour"] == pytest.approx(3.25)
@@ -94,14 +94,14 @@ def test_a_group_with_too_few_reliable_listings_is_not_offered():
     with pytest.raises(NoOptions, match="no offer can hold the job"):
         build_plan(JOB, [vast(listings=thin)], GPUS, Constraints())
     plan = build_plan(JOB, [vast(listings=thin)], GPUS, Constraints(market=MarketPolicy(min_listings=2)))
-    assert plan.options["listings"].to_list() == [2, 2]
-    assert plan.options["instances"].to_list() == [1, 2]
+    assert [r["listings"] for r in plan.options] == [2, 2]
+    assert [r["instances"] for r in plan.options] == [1, 2]
 
 
 def test_region_filters_marketplace_listings_by_country():
     items = [listing(1.0, "DE"), listing(2.0, "DE"), listing(3.0, "DE"), listing(4.0, "US")]
     plan = build_plan(JOB, [vast(listings=items)], GPUS, Constraints(regions=("DE",)))
-    first = plan.options.row(0, named=True)
+    first = plan.options[0]
     assert first["listings"] == 3 and first["countries"] == ["DE"] and first["usd_per_instance_hour"] == 2.0
     with pytest.raises(NoOptions, match="--region removed the last"):
         build_plan(JOB, [vast(listings=items)], GPUS, Constraints(regions=("FR",)))

@@ -38,11 +38,11 @@ def offer(provider="aws", region="us-east-1", instance="p4de.24xlarge", gpu="A10
 def test_cost_is_wall_hours_times_price_times_instances():
     plan = build_plan(JOB, [offer(price=40.0)], GPUS, Constraints(max_gpus=16))
     est = estimate(JOB, GPUS.resolve("A100-80GB"), 8, gpus_per_node=8, fabric="rdma")
-    one = plan.options.filter(plan.options["instances"] == 1).row(0, named=True)
+    one = next(r for r in plan.options if r["instances"] == 1)
     assert one["wall_expected"] == pytest.approx(est.wall_hours.expected)
     assert one["cost_expected"] == pytest.approx(est.wall_hours.expected * 40.0)
     assert one["cost_low"] == pytest.approx(est.wall_hours.low * 40.0)
-    two = plan.options.filter(plan.options["instances"] == 2).row(0, named=True)
+    two = next(r for r in plan.options if r["instances"] == 2)
     est2 = estimate(JOB, GPUS.resolve("A100-80GB"), 16, gpus_per_node=8, fabric="rdma")
     assert two["cost_expected"] == pytest.approx(est2.wall_hours.expected * 40.0 * 2)
 
@@ -51,7 +51,7 @@ def test_spot_savings_against_the_same_instance_on_demand_with_advisor_hazard():
     offers = [offer(price=40.0), offer(pricing="spot", price=16.0)]
     risk = {("aws", "us-east-1", "p4de.24xlarge"): (5.0, 10.0)}
     plan = build_plan(JOB, offers, GPUS, Constraints(max_gpus=8), spot_risk=risk)
-    rows = {r["pricing"]: r for r in plan.options.iter_rows(named=True)}
+    rows = {r["pricing"]: r for r in plan.options}
     spot, od = rows["spot"], rows["on_demand"]
     over = spot_overhead(hazard=hazard_from_bucket(5, 10), hazard_source="", instances=1,
                          checkpoint_bytes=state_bytes(JOB.model, "full"))  # fmt: skip
@@ -72,29 +72,27 @@ def test_filters_name_the_one_that_removed_the_last_offer():
     with pytest.raises(UsageError):
         build_plan(JOB, offers, GPUS, Constraints(gpus=("H1000",)))
     only_spot = build_plan(JOB, offers, GPUS, Constraints(spot=True, max_gpus=64))
-    assert set(only_spot.options["pricing"]) == {"interruptible"}
+    assert {r["pricing"] for r in only_spot.options} == {"interruptible"}
     # a marketplace group with 3 listings cannot be rented 4 times over (and has no listing detail here)
-    assert only_spot.options["instances"].max() == 3
+    assert max(r["instances"] for r in only_spot.options) == 3
 
 
 def test_budget_filter_and_pareto_marking():
     offers = [offer(price=40.0), offer(provider="lambda", instance="gpu_8x_h100_sxm5", gpu="H100-SXM", price=24.0,
                                        region="us-west-1")]  # fmt: skip
     plan = build_plan(JOB, offers, GPUS, Constraints(max_gpus=64))
-    frame = plan.options
-    assert frame["cost_expected"].is_sorted()
-    for row in frame.iter_rows(named=True):
-        dominated = (
-            frame.filter(
-                (frame["cost_expected"] <= row["cost_expected"]) & (frame["wall_expected"] < row["wall_expected"])
-            ).height
-            > 0
+    rows = plan.options
+    costs = [r["cost_expected"] for r in rows]
+    assert costs == sorted(costs)
+    for row in rows:
+        dominated = any(
+            r["cost_expected"] <= row["cost_expected"] and r["wall_expected"] < row["wall_expected"] for r in rows
         )
         assert row["pareto"] == (not dominated)
-    cap = float(frame["cost_expected"][0]) * 1.01
+    cap = costs[0] * 1.01
     kept = build_plan(JOB, offers, GPUS, Constraints(budget_usd=cap, max_gpus=64)).options
-    assert kept.height == frame.filter(frame["cost_expected"] <= cap).height < frame.height
-    assert kept["cost_expected"].max() <= cap
+    assert len(kept) == len([c for c in costs if c <= cap]) < len(rows)
+    assert max(r["cost_expected"] for r in kept) <= cap
 
 
 def test_offers_that_cannot_hold_the_job_are_dropped_with_the_reason():
@@ -131,8 +129,8 @@ def test_max_gpus_is_searched_all_the_way_up():
     """The issue's case: 8B on H100 with a 12 h deadline fits under --max-gpus 4096 (no 32x cap any more)."""
     offers = [offer(instance="p5.48xlarge", gpu="H100-SXM", price=55.04)]
     plan = build_plan(JOB, offers, GPUS, Constraints(max_gpus=4096, deadline_hours=12))
-    assert plan.options["instances"].max() == 512  # 4096 GPUs / 8
-    fastest_needed = plan.options["instances"].min()
+    assert max(r["instances"] for r in plan.options) == 512  # 4096 GPUs / 8
+    fastest_needed = min(r["instances"] for r in plan.options)
     est = estimate(JOB, GPUS.resolve("H100-SXM"), fastest_needed * 8, gpus_per_node=8, fabric="rdma")
     below = estimate(JOB, GPUS.resolve("H100-SXM"), (fastest_needed - 1) * 8, gpus_per_node=8, fabric="rdma")
     assert est.wall_hours.expected <= 12 < below.wall_hours.expected  # the smallest count that meets it
@@ -152,10 +150,10 @@ def test_absurd_inputs_are_refused():
 def test_spot_keeps_its_on_demand_baseline():
     offers = [offer(price=40.0), offer(pricing="spot", price=16.0)]
     spot_only = build_plan(JOB, offers, GPUS, Constraints(spot=True, max_gpus=16)).options
-    assert set(spot_only["pricing"]) == {"spot"}
+    assert {r["pricing"] for r in spot_only} == {"spot"}
     full = build_plan(JOB, offers, GPUS, Constraints(max_gpus=16)).options
-    od = {r["instances"]: r["cost_expected"] for r in full.iter_rows(named=True) if r["pricing"] == "on_demand"}
-    for r in spot_only.iter_rows(named=True):
+    od = {r["instances"]: r["cost_expected"] for r in full if r["pricing"] == "on_demand"}
+    for r in spot_only:
         assert r["on_demand_cost_usd"] == pytest.approx(od[r["instances"]])
         assert r["savings_usd"] == pytest.approx(od[r["instances"]] - r["cost_expected"])
         assert r["savings_basis"] is None  # the same instance, not a fallback
@@ -168,36 +166,38 @@ def test_identical_offers_in_several_regions_collapse_into_one_row():
         offer(region="eu-west-1", price=40.0),
         offer(region="ap-south-1", price=44.0),
     ]
-    frame = build_plan(JOB, offers, GPUS, Constraints(max_gpus=8)).options
-    assert frame.height == 2
-    same = frame.filter(frame["usd_per_instance_hour"] == 40.0).row(0, named=True)
+    rows = build_plan(JOB, offers, GPUS, Constraints(max_gpus=8)).options
+    assert len(rows) == 2
+    same = next(r for r in rows if r["usd_per_instance_hour"] == 40.0)
     assert same["regions"] == ["eu-west-1", "us-east-1", "us-west-2"] and same["region"] == "eu-west-1"
-    assert frame.filter(frame["usd_per_instance_hour"] == 44.0)["regions"].to_list() == [["ap-south-1"]]
+    assert [r["regions"] for r in rows if r["usd_per_instance_hour"] == 44.0] == [["ap-south-1"]]
 
 
 def test_options_slower_than_the_horizon_come_last_and_are_flagged():
     slow_cheap = offer(provider="vastai", instance="V100-32GBx8.verified.datacenter", gpu="V100-32GB", region="all",
                        price=1.2, offer_count=5)  # fmt: skip
     fast = offer(instance="p5.48xlarge", gpu="H100-SXM", price=55.04)
-    frame = build_plan(JOB, [slow_cheap, fast], GPUS, Constraints(max_gpus=8)).options
-    first, last = frame.row(0, named=True), frame.row(-1, named=True)
+    rows = build_plan(JOB, [slow_cheap, fast], GPUS, Constraints(max_gpus=8)).options
+    first, last = rows[0], rows[-1]
     assert first["gpu"] == "H100-SXM" and not first["slow"] and first["wall_expected"] <= 90 * 24
     assert last["gpu"] == "V100-32GB" and last["slow"] and last["wall_expected"] > 90 * 24
     assert last["cost_expected"] < first["cost_expected"]  # cheaper, but not what the table leads with
     shorter = build_plan(JOB, [slow_cheap, fast], GPUS, Constraints(max_gpus=8, horizon_hours=1e6)).options
-    assert shorter.row(0, named=True)["gpu"] == "V100-32GB"
+    assert shorter[0]["gpu"] == "V100-32GB"
 
 
 def test_default_view_keeps_each_offers_cheapest_count_and_the_front():
     offers = [offer(price=40.0), offer(provider="lambda", instance="gpu_8x_h100_sxm5", gpu="H100-SXM", price=24.0,
                                        region="all")]  # fmt: skip
-    frame = build_plan(JOB, offers, GPUS, Constraints(max_gpus=64)).options
-    view = default_view(frame)
-    for key, group in view.group_by("instance_type"):
-        everything = frame.filter(frame["instance_type"] == key[0])
-        assert group["cost_expected"].min() == everything["cost_expected"].min()
-    assert set(view.filter(~view["pareto"])["instances"].to_list()) <= {1}
-    assert frame.filter(frame["pareto"]).height == view.filter(view["pareto"]).height
+    rows = build_plan(JOB, offers, GPUS, Constraints(max_gpus=64)).options
+    view = default_view(rows)
+    assert {r["instance_type"] for r in view} == {"p4de.24xlarge", "gpu_8x_h100_sxm5"}
+    for kind in ("p4de.24xlarge", "gpu_8x_h100_sxm5"):
+        shown = [r["cost_expected"] for r in view if r["instance_type"] == kind]
+        assert min(shown) == min(r["cost_expected"] for r in rows if r["instance_type"] == kind)
+    assert {r["instances"] for r in view if not r["pareto"]} <= {1}
+    assert [r for r in rows if r["pareto"]] == [r for r in view if r["pareto"]]
+    assert view == [r for r in rows if r in view]  # the ranking is kept
 
 
 def test_stale_prices_count_from_the_source_time():

@@ -59,7 +59,7 @@ def test_the_open_advisor_bucket_is_stored_and_planned_with_one_definition(snaps
     top = spot_buckets.AWS_BUCKETS[4]
     assert stored == (top.label, top.pct_min, top.pct_max) == (">20%", 20.0, 100.0)
     plan = build_plan(JOB, offers, catalog(), Constraints(spot=True, max_gpus=8), spot_risk=risk)
-    row = plan.options.row(0, named=True)
+    row = plan.options[0]
     lam = -math.log(1 - 0.30) / 730  # read as 30 %/month, not the 60 % midpoint of 20-100 %
     assert spot_buckets.hazard_per_hour(20.0, 100.0) == pytest.approx(lam)
     expected = spot_overhead(hazard=lam, hazard_source="", instances=1, checkpoint_bytes=state_bytes(JOB.model, "full"))
