@@ -56,8 +56,13 @@ ISSUE_4 = dataclasses.replace(
 ROUND_1 = dataclasses.replace(START, thin_params_per_gpu=7e5, basic=0.6, scale_out_exponent=2.0, scale_out_in_node=True)
 ROUND_1_GRID = {**GRID, "thin_params_per_gpu": [5e5, 7e5, 1e6, 1.4e6]}
 NO_CLASSES = ("large_lab", "typical", "basic")
-# calibration_runs.csv ids added by issue 14: round 1 (60-76) and round 2 (TinyLlama re-included, 82-85)
-ADDED = {"round 1": {str(i) for i in range(60, 77)}, "round 2": {"36", "82", "83", "84", "85"}}
+# calibration_runs.csv ids added by issue 14: round 1 (60-76), round 2 (TinyLlama re-included, 82-85) and round 3
+# (Lucie-7B, OpenEuroLLM's MI250X run, SmolLM2 and SmolLM: 92-97)
+ADDED = {
+    "round 1": {str(i) for i in range(60, 77)},
+    "round 2": {"36", "82", "83", "84", "85"},
+    "round 3": {str(i) for i in range(92, 98)},
+}
 
 
 def main() -> None:

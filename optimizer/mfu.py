@@ -61,8 +61,9 @@ AMD: a GPU is what the publication counts; for MI250/MI250X that is the OAM modu
 and LUMI's model cards count modules; ROCm shows each GCD as a device). CDNA 2 (MI250, MI250X) is
 AMD_FACTOR["CDNA 2"], stated from AMD's own steady-state throughput for AMD-OLMo-1B on 64 MI250
 (12,200 tokens/s/GPU: 0.27 of peak with attention counted) against what this model expects of the same
-job on NVIDIA-class software (a test checks the derivation); AMD-Llama-135m, the only whole AMD run
-found, is a check, not an input. CDNA 3 (MI300X, MI325X) has no published whole run: a stated guess.
+job on NVIDIA-class software (a test checks the derivation); the two whole CDNA 2 runs found (AMD-Llama-135m on
+16 MI250, OpenEuroLLM's 2B on 256 MI250X) check it, they do not set it. CDNA 3 (MI300X, MI325X) has no published
+whole run with a duration (Instella-3B gives none): a stated guess.
 """
 
 from __future__ import annotations
@@ -144,18 +145,18 @@ class Fit:
 
 FITTED = Fit(
     base=0.5,
-    bandwidth_exponent=0.5,
-    thin_params_per_gpu=1e6,
-    moe=0.7,
+    bandwidth_exponent=0.6,
+    thin_params_per_gpu=7e5,
+    moe=0.75,
     small_params=5e7,
     attention_cost=1.0,
     older=0.55,
     large_lab=1.2,
     typical=0.8,
     basic=0.8,
-    band_low=0.6,
-    band_high=1.42,
-    bands=(("typical", 0.6, 1.9), ("basic", 0.6, 1.9)),
+    band_low=0.59,
+    band_high=1.41,
+    bands=(("typical", 0.59, 1.85), ("basic", 0.59, 1.85)),
 )
 
 

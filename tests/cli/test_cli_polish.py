@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from optimizer.mfu import DEFAULT_STACK, FITTED
 from tests.conftest import REPO
 from warehouse.migrations import LATEST
 
@@ -84,7 +85,9 @@ def test_the_plan_table_fits_100_columns_and_shows_whole_values(env):
         assert cells[1] == f"{o['gpu']} x{o['gpus_per_instance']} x{o['instances']}"
         assert f"${o['cost_usd']['expected']:,.0f}" in cells  # a price whole, never split across lines
     # the range of every row is said once, under the table
-    assert "range: wall time and cost run from x0.53 (fastest plausible) to x1.67 (slowest plausible)" in out.stdout
+    low, high = FITTED.band(DEFAULT_STACK)  # the calibrated band of the default stack, refitted with the data
+    expected = f"range: wall time and cost run from x{1 / high:.2f} (fastest plausible) to x{1 / low:.2f} (slowest"
+    assert expected in out.stdout
 
 
 def test_wide_shows_every_column_whatever_the_width(env):

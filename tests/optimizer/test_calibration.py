@@ -45,7 +45,7 @@ def held_out(data) -> list[HeldOut]:
 
 def test_every_included_run_names_its_organisation_stack_source_and_a_known_gpu():
     included = rows()
-    assert len(included) >= 60
+    assert len(included) >= 66
     for row in included:
         assert row["organisation"] and row["source"] and row["software"], row["run"]
         assert row["stack"] in mfu_model.STACKS, row["run"]
@@ -64,10 +64,10 @@ def test_the_shipped_constants_are_what_the_search_picks(data):
 def test_in_sample_figures(data):
     """What bench/calibration.py prints for the shipped constants on every run (README, Calibration)."""
     s = evaluate(data, [FIT] * len(data))
-    assert s.within_band >= 0.71
+    assert s.within_band >= 0.72
     assert s.inside_range >= 0.90
     assert s.median_width <= 2.5
-    assert s.median_error <= 0.13
+    assert s.median_error <= 0.145
     assert 0.9 <= s.median_ratio <= 1.1
 
 
@@ -75,14 +75,14 @@ def test_leave_one_organisation_out_figures(held_out):
     """The headline, out of sample: each organisation predicted by constants chosen without any of its runs.
 
     Issue 14's targets: >= 85 % inside [low, high], median band <= 2.5, median |error| <= 15 % and, with the default
-    class for every run, >= 85 % inside: met (93 %, 2.42, 13.2 %, 93 %) and held here. Within 0.8-1.25x (target
-    75 %) is not met: 72 % (43 of 60); the floor holds what was measured (README, Where it still misses).
+    class for every run, >= 85 % inside: met (92 %, 2.43, 14.7 %, 91 %) and held here. Within 0.8-1.25x (target
+    75 %) is not met: 70 % (46 of 66); the floor holds what was measured (README, Where it still misses).
     """
     s = evaluate([h.case for h in held_out], [h.fit for h in held_out])
     assert s.inside_range >= 0.85
     assert s.median_width <= 2.5
     assert s.median_error <= 0.15
-    assert s.within_band >= 0.71
+    assert s.within_band >= 0.69
     default = evaluate([h.case for h in held_out], [h.fit for h in held_out], mfu_model.DEFAULT_STACK)
     assert default.inside_range >= 0.85
 
