@@ -96,53 +96,20 @@ def runs_command(
         named = check_providers(wh.con, [provider] if provider else None)
         where, params = ("WHERE provider = ?", named) if named else ("", [])
         if alerts:
-            data = rows(
-                wh.con,
-                f"SELECT {', '.join(ALERT_COLUMNS)} FROM alerts {where} ORDER BY created_at DESC, run_id DESC",
-                params,
-            )
-            shown, total = limited(data, limit, format, DEFAULT_LIMIT)
-            emit(
-                shown,
-                ALERT_COLUMNS if format is not Format.table else ALERT_TABLE,
-                format,
-                title="Alerts, newest first",
-                total=total,
-                wide=wide,
-            )
-            return
-        if flags:
-            data = rows(
-                wh.con,
-                f"""SELECT f.run_id, o.provider, o.region, o.instance_type, f.pricing, f.old_usd, f.new_usd,
-                           round(100 * f.change_pct, 1) AS change_pct
-                    FROM price_flags f JOIN offers o USING (offer_id) {where.replace("provider", "o.provider")}
-                    ORDER BY f.run_id DESC, o.provider, o.region, o.instance_type, f.pricing""",
-                params,
-            )
-            shown, total = limited(data, limit, format, DEFAULT_LIMIT)
-            emit(
-                shown,
-                FLAG_COLUMNS if format is not Format.table else FLAG_TABLE,
-                format,
-                title="Flagged price moves (> 60 % against the last observation)",
-                total=total,
-                wide=wide,
-            )
-            return
-        data = rows(
-            wh.con,
-            f"""SELECT run_id, provider, mode, started_at, status, offers, prices_changed, prices_closed, flags,
-                       unknown_items, bytes_downloaded, round(seconds, 2) AS seconds, error, notes
-                FROM scrape_runs {where} ORDER BY run_id DESC""",
-            params,
-        )
+            sql = f"SELECT {', '.join(ALERT_COLUMNS)} FROM alerts {where} ORDER BY created_at DESC, run_id DESC"
+            columns, table, title = ALERT_COLUMNS, ALERT_TABLE, "Alerts, newest first"
+        elif flags:
+            sql = f"""SELECT f.run_id, o.provider, o.region, o.instance_type, f.pricing, f.old_usd, f.new_usd,
+                             round(100 * f.change_pct, 1) AS change_pct
+                      FROM price_flags f JOIN offers o USING (offer_id) {where.replace("provider", "o.provider")}
+                      ORDER BY f.run_id DESC, o.provider, o.region, o.instance_type, f.pricing"""
+            columns, table = FLAG_COLUMNS, FLAG_TABLE
+            title = "Flagged price moves (> 60 % against the last observation)"
+        else:
+            sql = f"""SELECT run_id, provider, mode, started_at, status, offers, prices_changed, prices_closed,
+                             flags, unknown_items, bytes_downloaded, round(seconds, 2) AS seconds, error, notes
+                      FROM scrape_runs {where} ORDER BY run_id DESC"""
+            columns, table, title = COLUMNS, TABLE_COLUMNS, "Scrape runs, newest first"
+        data = rows(wh.con, sql, params)
     shown, total = limited(data, limit, format, DEFAULT_LIMIT)
-    emit(
-        shown,
-        COLUMNS if format is not Format.table else TABLE_COLUMNS,
-        format,
-        title="Scrape runs, newest first",
-        total=total,
-        wide=wide,
-    )
+    emit(shown, columns if format is not Format.table else table, format, title=title, total=total, wide=wide)
