@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from warehouse_year import PROVIDERS, SPOT_CHANGE, offers  # noqa: E402
+from warehouse_year import PROVIDERS, SPOT_CHANGE, first_prices, load_night, offers  # noqa: E402
 
 from warehouse.db import open_warehouse  # noqa: E402
 from warehouse.load import RunRecord, load_run  # noqa: E402
@@ -58,29 +58,12 @@ def generate(db: Path, n_offers: int, days: int, start: datetime) -> None:
     """A year of nightly runs, as bench/warehouse_year.py loads them."""
     rng = random.Random(7)
     catalog = offers(n_offers, rng)
-    prices = {
-        (p, r, t, kind): price * (0.4 if kind != "on_demand" else 1.0)
-        for p, rows in catalog.items()
-        for r, t, _, _, price in rows
-        for kind in PROVIDERS[p][2]
-    }
+    prices = first_prices(catalog)
     con = open_warehouse(db)
     try:
         for day in range(days):
             at = start + timedelta(days=day)
-            for provider, rows in catalog.items():
-                _, change, kinds = PROVIDERS[provider]
-                records = []
-                for region, itype, gpu, count, _ in rows:
-                    if rng.random() < 0.003:
-                        continue
-                    for kind in kinds:
-                        key = (provider, region, itype, kind)
-                        rate = change if kind == "on_demand" else max(change, SPOT_CHANGE)
-                        if rng.random() < rate:
-                            prices[key] = round(prices[key] * rng.uniform(0.9, 1.1), 4)
-                        records.append(PriceRecord(provider, region, itype, gpu, count, kind, prices[key], "bench", at))  # type: ignore[arg-type]
-                load_run(con, RunRecord(provider, "live", at, at, prices=records))
+            load_night(con, catalog, prices, rng, at)
     finally:
         con.close()
 

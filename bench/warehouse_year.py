@@ -61,6 +61,34 @@ def offers(total: int, rng: random.Random) -> dict[str, list[tuple[str, str, str
     return out
 
 
+def first_prices(catalog: dict[str, list[tuple[str, str, str, int, float]]]) -> dict[tuple[str, ...], float]:
+    """Each offer's opening price per pricing kind (spot and interruptible at 40 % of list)."""
+    return {
+        (p, r, t, kind): price * (0.4 if kind != "on_demand" else 1.0)
+        for p, rows in catalog.items()
+        for r, t, _, _, price in rows
+        for kind in PROVIDERS[p][2]
+    }
+
+
+def load_night(con, catalog, prices, rng: random.Random, at: datetime) -> None:  # type: ignore[no-untyped-def]
+    """One nightly run per provider at ``at``: prices move at the provider's rate (``prices`` is updated), and a
+    few offers are briefly missing, as real upstreams are."""
+    for provider, rows in catalog.items():
+        _, change, kinds = PROVIDERS[provider]
+        records = []
+        for region, itype, gpu, count, _ in rows:
+            if rng.random() < 0.003:  # briefly missing from this run
+                continue
+            for kind in kinds:
+                key = (provider, region, itype, kind)
+                rate = change if kind == "on_demand" else max(change, SPOT_CHANGE)
+                if rng.random() < rate:
+                    prices[key] = round(prices[key] * rng.uniform(0.9, 1.1), 4)
+                records.append(PriceRecord(provider, region, itype, gpu, count, kind, prices[key], "bench", at))  # type: ignore[arg-type]
+        load_run(con, RunRecord(provider, "live", at, at, prices=records))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--offers", type=int, default=5000)
@@ -77,31 +105,14 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.unlink(missing_ok=True)
     catalog = offers(args.offers, rng)
-    prices = {
-        (p, r, t, kind): price * (0.4 if kind != "on_demand" else 1.0)
-        for p, rows in catalog.items()
-        for r, t, _, _, price in rows
-        for kind in PROVIDERS[p][2]
-    }
+    prices = first_prices(catalog)
     n_offers = sum(len(rows) * len(PROVIDERS[p][2]) for p, rows in catalog.items())
     start = datetime(2025, 11, 20, 3, tzinfo=UTC)
     con = open_warehouse(args.out)
     began = time.perf_counter()
     for day in range(args.days):
         at = start + timedelta(days=day)
-        for provider, rows in catalog.items():
-            _, change, kinds = PROVIDERS[provider]
-            records = []
-            for region, itype, gpu, count, _ in rows:
-                if rng.random() < 0.003:  # briefly missing from this run
-                    continue
-                for kind in kinds:
-                    key = (provider, region, itype, kind)
-                    rate = change if kind == "on_demand" else max(change, SPOT_CHANGE)
-                    if rng.random() < rate:
-                        prices[key] = round(prices[key] * rng.uniform(0.9, 1.1), 4)
-                    records.append(PriceRecord(provider, region, itype, gpu, count, kind, prices[key], "bench", at))  # type: ignore[arg-type]
-            load_run(con, RunRecord(provider, "live", at, at, prices=records))
+        load_night(con, catalog, prices, rng, at)
     load_seconds = time.perf_counter() - began
     con.execute("CHECKPOINT")
     intervals = con.execute("SELECT count(*) FROM prices").fetchall()[0][0]
