@@ -212,8 +212,8 @@ def evaluate(data: Sequence[Case], fits: Sequence[Fit], stack: str | None = None
 
 
 # The search behind optimizer.mfu.FITTED (report: ``python bench/fit_mfu.py``). One grid per constant, searched
-# by coordinate descent (each constant in turn, the others held, until a whole sweep changes nothing): eight
-# constants on full grids would be 10^8 candidates. Deterministic, so a test can pin the shipped values to it.
+# by coordinate descent (each constant in turn, the others held, until a whole sweep changes nothing): nine
+# constants on full grids would be 10^9 candidates. Deterministic, so a test can pin the shipped values to it.
 # Stated, not searched: the small-model and older-GPU terms and the AMD factors (optimizer/mfu.py says why).
 GRID: dict[str, list[float]] = {
     "base": [round(0.30 + 0.02 * i, 2) for i in range(21)],
@@ -224,6 +224,7 @@ GRID: dict[str, list[float]] = {
     "large_lab": [round(1.00 + 0.05 * i, 2) for i in range(11)],
     "typical": [round(0.30 + 0.05 * i, 2) for i in range(15)],
     "basic": [round(0.10 + 0.05 * i, 2) for i in range(19)],
+    "fp8_gain": [1.2, 1.3, 1.4, 1.5, 1.6, 1.8, 2.0],  # round 4's constant, last: the others keep their sweep order
 }
 # Where the search starts, and what a constant keeps when the data cannot move it (a fold of the cross-validation
 # with no run of a class keeps that class's value here): the previous shipped fit, no extra attention cost, and
@@ -234,6 +235,7 @@ START = Fit(
     bandwidth_exponent=0.6,
     thin_params_per_gpu=7e5,
     moe=0.75,
+    fp8_gain=1.3,
     small_params=FITTED.small_params,
     attention_cost=1.0,
     older=FITTED.older,
@@ -277,7 +279,13 @@ def band_for(log_ratios: Sequence[float]) -> tuple[float, float]:
 def search(
     data: Sequence[Case], start: Fit = START, *, grid: dict[str, list[float]] | None = None, max_sweeps: int = 12
 ) -> Fit:
-    """The fit the search picks on ``data``: coordinate descent over ``grid`` (GRID), then the bands."""
+    """The fit the search picks on ``data``: coordinate descent over ``grid`` (GRID), then the bands.
+
+    A stronger search was tried in round 4 and not kept: after each converged sweep, every pair of constants moved
+    one grid step together. It finds a better fit in sample (mean |log error| 0.274 against 0.278) and a worse one
+    out of sample (43-44 of 66 runs within 0.8-1.25x against 48, 86 % inside the range against 91 %): starting at the
+    stated priors (START) and moving one constant at a time keeps the fit near them, which is what transfers.
+    """
     weights = organisation_weights(data)
 
     def judged(fit: Fit) -> float:

@@ -373,7 +373,7 @@ def _explain(job, wide: bool = False) -> None:
         ),
         ("MFU ceiling", f"{mfu.MFU_CEILING:g}", "no published whole run sustained more"),
         ("precision", f"{job.precision}; bf16 runs as fp16 on V100/T4", "GPU table: fp16_tflops, bf16_tflops"),
-        ("FP8 speed-up over BF16", f"x{mfu.FP8_GAIN:g}", "torchtitan, OLMo-core published throughputs"),
+        ("FP8 speed-up over BF16", f"x{mfu.FP8_GAIN:g}", "fitted on whole FP8 runs; benchmarks 1.28-1.42"),
         (
             "optimizer and weight state",
             ", ".join(f"{k} {v:g}" for k, v in memory.STATE_BYTES_PER_PARAM.items()) + " bytes/param",

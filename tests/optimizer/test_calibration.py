@@ -75,14 +75,14 @@ def test_leave_one_organisation_out_figures(held_out):
     """The headline, out of sample: each organisation predicted by constants chosen without any of its runs.
 
     Issue 14's targets: >= 85 % inside [low, high], median band <= 2.5, median |error| <= 15 % and, with the default
-    class for every run, >= 85 % inside: met (92 %, 2.43, 14.7 %, 91 %) and held here. Within 0.8-1.25x (target
-    75 %) is not met: 70 % (46 of 66); the floor holds what was measured (README, Where it still misses).
+    class for every run, >= 85 % inside: met (91 %, 2.43, 14.5 %, 89 %) and held here. Within 0.8-1.25x (target
+    75 %) is not met: 73 % (48 of 66); the floor holds what was measured (README, Where it still misses).
     """
     s = evaluate([h.case for h in held_out], [h.fit for h in held_out])
     assert s.inside_range >= 0.85
     assert s.median_width <= 2.5
     assert s.median_error <= 0.15
-    assert s.within_band >= 0.69
+    assert s.within_band >= 48 / 66 - 1e-9
     default = evaluate([h.case for h in held_out], [h.fit for h in held_out], mfu_model.DEFAULT_STACK)
     assert default.inside_range >= 0.85
 
@@ -114,6 +114,22 @@ def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
     shipped = evaluate([h.case for h in held_out], [h.fit for h in held_out])
     assert shipped.within_band > old.within_band
     assert shipped.inside_range > old.inside_range
+
+
+def test_the_fitted_fp8_gain_lies_inside_the_published_benchmarks_and_earns_its_place(data, held_out):
+    """Round 4 searches the FP8 gain instead of stating it at 1.3: the search puts it at 1.4, inside the published
+    FP8/BF16 throughput ratios (torchtitan, OLMo-core, Megatron-LM with Transformer Engine: 1.28-1.42), and held at
+    the round-3 value 1.3 the same search cross-validates worse (46 of 66 within instead of 48)."""
+    low, high = mfu_model.FP8_BENCHMARKS
+    assert low <= FIT.fp8_gain <= high and FIT.fp8_gain == mfu_model.FP8_GAIN
+    grid = {k: v for k, v in calibration.GRID.items() if k != "fp8_gain"}
+    stated = leave_one_organisation_out(data, searcher=lambda d: search(d, grid=grid))
+    old = evaluate([h.case for h in stated], [h.fit for h in stated])
+    shipped = evaluate([h.case for h in held_out], [h.fit for h in held_out])
+    assert shipped.within_band > old.within_band
+    assert shipped.median_error < old.median_error
+    scout = next(c for c in data if c.name == "Llama 4 Scout")
+    assert scout.mfu(FIT).factors["fp8"] == pytest.approx(FIT.fp8_gain * 989 / 1979)
 
 
 def test_a_published_shape_sets_the_attention_flops():
