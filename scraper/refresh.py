@@ -27,8 +27,17 @@ from scraper.http import Fetcher, RetryPolicy, Validators, make_client
 from scraper.providers import NAMES, provider_class
 from scraper.replay import Origin, apply_origin, origin_of
 from warehouse.alerts import Alert
-from warehouse.errors import CostoptError, MissingCredentials, UsageError, from_duckdb, is_duckdb_error, is_interrupt
-from warehouse.load import RawRow, RunRecord
+from warehouse.errors import (
+    CostoptError,
+    MissingCredentials,
+    UsageError,
+    WarehouseError,
+    from_duckdb,
+    is_duckdb_error,
+    is_interrupt,
+)
+from warehouse.load import LoadSummary, RawRow, RunRecord
+from warehouse.volume import Drop
 
 PROVIDER_TIMEOUT_SECONDS = 30 * 60
 DEFAULT_HTTP_TIMEOUT = 30.0
@@ -401,35 +410,102 @@ def _load_all(
     cancel: threading.Event | None,
     accept_drop: set[str],
 ) -> list[Outcome]:
-    """Load each provider in its own transaction; whatever goes wrong with one is that provider's failure."""
+    """Load every provider; whatever goes wrong with one is that provider's failure.
+
+    The providers that passed their checks load together in ONE transaction (``load_runs``: the same
+    ~30 statements for six providers as for one). Should that batch fail, it is rolled back whole and
+    each provider loads again in its own transaction, as if there had been no batch: one provider's
+    failure never stops or undoes another's.
+    """
     from warehouse.db import open_warehouse
 
-    outcomes: list[Outcome] = []
+    outcomes: dict[str, Outcome] = {}
     con = open_warehouse(db_path, on_wait=lambda message: say("warehouse", message))
     try:
-        for entry in ready:
-            if cancel is not None and cancel.is_set():
+        if cancel is not None and cancel.is_set():
+            for entry in ready:
                 say(entry.item.provider, "not loaded: stop requested")
-                outcomes.append(Outcome(entry.item.provider, "cancelled", error="stop requested before its load"))
-                continue
-            try:
-                outcome = _load_one(con, entry, mode, accept_drop)
-            except Exception as exc:
-                if is_interrupt(exc):
-                    raise KeyboardInterrupt from None
-                outcome = _failed(con, entry, mode, _reason(entry.item.provider, exc))
-            outcomes.append(outcome)
+                outcomes[entry.item.provider] = Outcome(
+                    entry.item.provider, "cancelled", error="stop requested before its load"
+                )
+        else:
+            batch = _checked(con, ready, mode, accept_drop, outcomes)
+            if len(batch) > 1:
+                _load_batch(con, batch, outcomes)
+            for entry, drops in batch:
+                if entry.item.provider in outcomes:
+                    continue
+                if cancel is not None and cancel.is_set():
+                    say(entry.item.provider, "not loaded: stop requested")
+                    outcomes[entry.item.provider] = Outcome(
+                        entry.item.provider, "cancelled", error="stop requested before its load"
+                    )
+                    continue
+                outcomes[entry.item.provider] = _guarded(con, entry, mode, _load_one, con, entry, drops)
+        ordered = [outcomes[entry.item.provider] for entry in ready]
+        for outcome in ordered:
             if outcome.status == "ok":
                 say(outcome.provider, f"loaded {outcome.offers} offers, {outcome.prices_changed} prices changed")
-            else:
+            elif outcome.status != "cancelled":
                 say(outcome.provider, f"{outcome.status}: {outcome.error}")
-        _raise_alerts(con, outcomes)
+        _raise_alerts(con, ordered)
     finally:
         con.close()
-    return outcomes
+    return ordered
+
+
+def _guarded(con, entry: _Ready, mode: str, step: Callable[..., Outcome], *args: object) -> Outcome:  # type: ignore[no-untyped-def]
+    """``step(*args)``, or the provider's recorded failure when it raises (Ctrl-C still stops everything)."""
+    try:
+        return step(*args)
+    except Exception as exc:
+        if is_interrupt(exc):
+            raise KeyboardInterrupt from None
+        return _failed(con, entry, mode, _reason(entry.item.provider, exc))
+
+
+def _checked(
+    con, ready: list[_Ready], mode: str, accept_drop: set[str], outcomes: dict[str, Outcome]
+) -> list[tuple[_Ready, list[Drop]]]:  # type: ignore[no-untyped-def]
+    """Record the providers that have nothing to load (or a suspect drop); return the others with their drops."""
+    batch: list[tuple[_Ready, list[Drop]]] = []
+    for entry in ready:
+        provider = entry.item.provider
+        if entry.run is None:
+            outcomes[provider] = _failed(con, entry, mode, entry.error or "failed")
+            continue
+        try:
+            drops = _drops(con, entry)
+        except Exception as exc:
+            if is_interrupt(exc):
+                raise KeyboardInterrupt from None
+            outcomes[provider] = _failed(con, entry, mode, _reason(provider, exc))
+            continue
+        if drops and provider not in accept_drop:
+            outcomes[provider] = _guarded(con, entry, mode, _suspect, con, entry, mode, drops)
+            continue
+        batch.append((entry, drops))
+    return batch
+
+
+def _load_batch(con, batch: list[tuple[_Ready, list[Drop]]], outcomes: dict[str, Outcome]) -> None:  # type: ignore[no-untyped-def]
+    """All of ``batch`` in one transaction; on any error (but Ctrl-C) nothing, and the caller loads each alone."""
+    from warehouse.load import load_runs
+
+    runs = [entry.run for entry, _ in batch]
+    try:
+        summaries = load_runs(con, [run for run in runs if run is not None])
+    except Exception as exc:
+        if is_interrupt(exc):
+            raise KeyboardInterrupt from None
+        return
+    for (entry, drops), summary in zip(batch, summaries, strict=True):
+        outcomes[entry.item.provider] = _outcome(entry, summary, drops)
 
 
 def _reason(provider: str, exc: BaseException) -> str:
+    if isinstance(exc, WarehouseError) and not str(exc).startswith(f"{provider}:"):
+        return f"{provider}: not loaded: {exc.one_line()}"  # a load's DuckDB error names no provider
     if isinstance(exc, CostoptError):
         return exc.one_line()
     if is_duckdb_error(exc):
@@ -437,17 +513,13 @@ def _reason(provider: str, exc: BaseException) -> str:
     return f"{provider}: not loaded: unexpected {type(exc).__name__}: {exc}"
 
 
-def _load_one(con, entry: _Ready, mode: str, accept_drop: set[str]) -> Outcome:  # type: ignore[no-untyped-def]
-    from warehouse.alerts import Alert
-    from warehouse.load import load_run
-    from warehouse.volume import check, suspect_message
+def _drops(con, entry: _Ready) -> list[Drop]:  # type: ignore[no-untyped-def]
+    """The sources of this run that answered with far fewer offers than their last good run."""
+    from warehouse.volume import check
 
-    item, run = entry.item, entry.run
-    if run is None:
-        return _failed(con, entry, mode, entry.error or "failed")
-    instance = item.instance
-    assert instance is not None
-    drops = check(
+    item, run, instance = entry.item, entry.run, entry.item.instance
+    assert run is not None and instance is not None
+    return check(
         con,
         item.provider,
         run.scopes,
@@ -456,14 +528,34 @@ def _load_one(con, entry: _Ready, mode: str, accept_drop: set[str]) -> Outcome: 
         scope_of=instance.scope_of,
         share=entry.share,
     )
+
+
+def _suspect(con, entry: _Ready, mode: str, drops: list[Drop]) -> Outcome:  # type: ignore[no-untyped-def]
+    from warehouse.alerts import Alert
+    from warehouse.volume import suspect_message
+
+    provider = entry.item.provider
+    message = f"{provider}: {suspect_message(provider, drops, entry.share)}"
+    outcome = _failed(con, entry, mode, message)
+    if outcome.run_id is not None:
+        outcome.alerts.append(Alert(outcome.run_id, provider, "suspect_drop", "error", message))
+    return outcome
+
+
+def _load_one(con, entry: _Ready, drops: list[Drop]) -> Outcome:  # type: ignore[no-untyped-def]
+    """One provider in its own transaction (its checks passed)."""
+    from warehouse.load import load_run
+
+    assert entry.run is not None
+    return _outcome(entry, load_run(con, entry.run), drops)
+
+
+def _outcome(entry: _Ready, summary: LoadSummary, drops: list[Drop]) -> Outcome:
+    from warehouse.alerts import Alert
+
+    item, run = entry.item, entry.run
+    assert run is not None
     accepted: list[Alert] = []
-    if drops and item.provider not in accept_drop:
-        message = f"{item.provider}: {suspect_message(item.provider, drops, entry.share)}"
-        outcome = _failed(con, entry, mode, message)
-        if outcome.run_id is not None:
-            outcome.alerts.append(Alert(outcome.run_id, item.provider, "suspect_drop", "error", message))
-        return outcome
-    summary = load_run(con, run)
     if drops:
         accepted.append(
             Alert(
@@ -476,7 +568,7 @@ def _load_one(con, entry: _Ready, mode: str, accept_drop: set[str]) -> Outcome: 
         )
     return Outcome(
         item.provider,
-        summary.status if summary.status != "skipped" else "skipped",
+        summary.status,
         offers=summary.offers,
         prices_changed=summary.prices_changed,
         prices_closed=summary.prices_closed,
