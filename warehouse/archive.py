@@ -311,14 +311,14 @@ def _notes(item: StagedPath) -> str:
 def _offers(con: duckdb.DuckDBPyConnection, item: StagedPath) -> int:
     """New offers for imported machines; an offer already known keeps its attributes."""
     before = con.execute("SELECT count(*) FROM offers").fetchall()[0][0]
-    con.execute(
+    con.execute(  # numbered in (region, instance type) order: the same ids on every load of the same file
         """INSERT INTO offers (provider, region, instance_type, gpu, gpu_count, vcpus, memory_gib, first_seen)
            SELECT ?, region, name, arg_max(gpu, valid_from), arg_max(gpu_count, valid_from),
                   arg_max(vcpus, valid_from), arg_max(memory_gib, valid_from), min(valid_from)
            FROM _imp i WHERE kind = 'm'
              AND NOT EXISTS (SELECT 1 FROM offers o WHERE o.provider = ? AND o.region = i.region
                              AND o.instance_type = i.name)
-           GROUP BY region, name""",
+           GROUP BY region, name ORDER BY region, name""",
         [item.provider, item.provider],
     )
     after = con.execute("SELECT count(*) FROM offers").fetchall()[0][0]
