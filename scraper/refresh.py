@@ -204,7 +204,9 @@ async def _fetch_all(
     cancel: threading.Event | None = None,
     timeout: float = DEFAULT_HTTP_TIMEOUT,
 ) -> list[_Fetched]:
-    client = make_client(timeout=timeout)
+    # a replay serves every provider from its own recorded transport: no shared client (building one
+    # loads the CA bundle, ~0.1 s, for a client that would never send a request)
+    client = make_client(timeout=timeout) if replay_root is None else None
     try:
         work = asyncio.gather(
             *(
@@ -231,7 +233,8 @@ async def _fetch_all(
             await asyncio.sleep(0.1)
         return work.result()
     finally:
-        await client.aclose()
+        if client is not None:
+            await client.aclose()
 
 
 def parse_and_validate(provider: Provider, payloads: list[RawPayload]) -> tuple[ParseResult, int, list[str]]:
@@ -296,7 +299,12 @@ def refresh(
         for name in names:
             validators, state = last_validators(con, name)
             known[name] = ({u: Validators(e, m) for u, (e, m) in validators.items()}, state)
-    finally:
+    except BaseException:
+        con.close()
+        raise
+    # a live fetch runs with the warehouse closed (readers are locked out only for the loads); a
+    # replay reads local files for a moment, and keeps the connection for its loads
+    if replay is None:
         con.close()
 
     workdir = Path(tempfile.mkdtemp(prefix="costopt-fetch-"))
@@ -363,8 +371,10 @@ def refresh(
                 data_origin=item.origin.kind if item.origin else "live",
                 figures_as_of=item.origin.figures_as_of if item.origin else None,
             )
-        return _load_all(db_path, ready, mode, say, cancel, set(accept_drop))
+        return _load_all(db_path, ready, mode, say, cancel, set(accept_drop), con=None if replay is None else con)
     finally:
+        if replay is not None:
+            con.close()
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -409,6 +419,7 @@ def _load_all(
     say: Progress,
     cancel: threading.Event | None,
     accept_drop: set[str],
+    con: object = None,
 ) -> list[Outcome]:
     """Load every provider; whatever goes wrong with one is that provider's failure.
 
@@ -420,7 +431,9 @@ def _load_all(
     from warehouse.db import open_warehouse
 
     outcomes: dict[str, Outcome] = {}
-    con = open_warehouse(db_path, on_wait=lambda message: say("warehouse", message))
+    given = con is not None  # the caller's open connection (a replay): the caller closes it
+    if con is None:
+        con = open_warehouse(db_path, on_wait=lambda message: say("warehouse", message))
     try:
         if cancel is not None and cancel.is_set():
             for entry in ready:
@@ -450,7 +463,8 @@ def _load_all(
                 say(outcome.provider, f"{outcome.status}: {outcome.error}")
         _raise_alerts(con, ordered)
     finally:
-        con.close()
+        if not given:
+            con.close()  # type: ignore[attr-defined]
     return ordered
 
 
@@ -613,13 +627,25 @@ def _failed(con, entry: _Ready, mode: str, error: str) -> Outcome:  # type: igno
 
 
 def _raise_alerts(con, outcomes: list[Outcome]) -> None:  # type: ignore[no-untyped-def]
-    from warehouse.alerts import check_run, record
+    """Check every run of this refresh at once and record what it raised (one run at a time if that fails)."""
+    from warehouse.alerts import check_runs, record
 
-    for outcome in outcomes:
-        if outcome.run_id is None:
-            continue
+    runs = [o for o in outcomes if o.run_id is not None]
+    try:
+        found = check_runs(con, [o.run_id for o in runs if o.run_id is not None])
+        raised = [o.alerts + found.get(o.run_id, []) for o in runs if o.run_id is not None]
+        record(con, [a for alerts in raised for a in alerts])
+    except Exception as exc:
+        if is_interrupt(exc):
+            raise KeyboardInterrupt from None
+    else:
+        for outcome, alerts in zip(runs, raised, strict=True):
+            outcome.alerts = alerts
+        return
+    for outcome in runs:
         try:
-            outcome.alerts = outcome.alerts + check_run(con, outcome.run_id)
+            assert outcome.run_id is not None
+            outcome.alerts = outcome.alerts + check_runs(con, [outcome.run_id]).get(outcome.run_id, [])
             record(con, outcome.alerts)
         except Exception as exc:  # the prices are loaded; an alert that cannot be written is a note
             if is_interrupt(exc):
