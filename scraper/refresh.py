@@ -18,6 +18,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -282,7 +283,6 @@ def refresh(
     guard in ``warehouse.volume`` otherwise refuses it). ``timeout`` is the per-request HTTP
     timeout in seconds (default ``COSTOPT_HTTP_TIMEOUT``, else 30).
     """
-    from scraper import rawstore
     from warehouse.db import open_warehouse
     from warehouse.load import last_validators
     from warehouse.paths import raw_dir
@@ -323,59 +323,85 @@ def refresh(
             )
         )
         ready: list[_Ready] = []
-        for item in fetched:
-            entry = _Ready(item, share=shares[item.provider])
-            ready.append(entry)
-            if item.status != "ok" or item.instance is None:
-                entry.error = item.error
-                continue
-            raw_root = raw_dir(db_path)
-            try:  # kept before parsing: a response that fails to parse is the evidence a person needs
-                entry.raw = [rawstore.store(raw_root, p) for p in item.payloads] if keep_raw else []
-            except OSError as exc:
-                entry.error = f"{item.provider}: cannot keep the raw payloads under {raw_root}: {exc.strerror or exc}"
-                continue
-            try:
-                result, unknown, notes = parse_and_validate(item.instance, item.payloads)
-                counts, entry.carried = item.instance.scope_counts(result)
-            except CostoptError as exc:
-                entry.error = exc.one_line()
-                continue
-            except Exception as exc:  # a parser bug is this provider's failure, not everyone's
-                entry.error = f"{item.provider}: parser crashed: {type(exc).__name__}: {exc}"
-                continue
-            fetcher = item.fetcher
-            assert fetcher is not None
-            observed = min((p.fetched_at for p in item.payloads), default=item.started_at)
-            if item.origin is not None:
-                result.prices = apply_origin(result.prices, item.origin)
-            validators = {u: (v.etag, v.last_modified) for u, v in fetcher.new_validators.items()}
-            entry.run = RunRecord(
-                provider=item.provider,
-                mode=mode,
-                started_at=item.started_at,
-                observed_at=observed,
-                prices=result.prices,
-                spot_risk=result.spot_risk,
-                carried=result.carried,
-                unknown_items=unknown,
-                notes="; ".join(notes) or None,
-                raw=entry.raw,
-                validators=validators,
-                state=fetcher.new_state,
-                bytes_downloaded=fetcher.bytes_downloaded,
-                seconds=item.seconds,
-                source_urls=sorted(set(fetcher.urls)),
-                parser_version=item.instance.parser_version,
-                scopes=dict(counts),
-                data_origin=item.origin.kind if item.origin else "live",
-                figures_as_of=item.origin.figures_as_of if item.origin else None,
-            )
+        raw_root = raw_dir(db_path)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="costopt-raw") as keeper:
+            # the raw payloads are kept whatever the parse says (a response that fails to parse is the
+            # evidence a person needs), on a thread beside the parse: hashing and gzip release the GIL
+            kept = {
+                item.provider: keeper.submit(_keep_raw, raw_root, item.payloads)
+                for item in fetched
+                if keep_raw and item.status == "ok" and item.instance is not None
+            }
+            for item in fetched:
+                entry = _Ready(item, share=shares[item.provider])
+                ready.append(entry)
+                if item.status != "ok" or item.instance is None:
+                    entry.error = item.error
+                    continue
+                _parse_one(entry, kept.get(item.provider), raw_root, mode)
         return _load_all(db_path, ready, mode, say, cancel, set(accept_drop), con=None if replay is None else con)
     finally:
         if replay is not None:
             con.close()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _keep_raw(root: Path, payloads: list[RawPayload]) -> list[RawRow]:
+    from scraper import rawstore
+
+    return [rawstore.store(root, p) for p in payloads]
+
+
+def _parse_one(entry: _Ready, kept: Future[list[RawRow]] | None, raw_root: Path, mode: str) -> None:
+    """Parse and validate one provider's payloads into ``entry.run`` (or ``entry.error``), with its raw rows."""
+    item = entry.item
+    assert item.instance is not None
+    parsed: tuple[ParseResult, int, list[str]] | None = None
+    error: str | None = None
+    counts: Mapping[str, int] = {}
+    try:
+        parsed = parse_and_validate(item.instance, item.payloads)
+        counts, entry.carried = item.instance.scope_counts(parsed[0])
+    except CostoptError as exc:
+        error = exc.one_line()
+    except Exception as exc:  # a parser bug is this provider's failure, not everyone's
+        error = f"{item.provider}: parser crashed: {type(exc).__name__}: {exc}"
+    try:
+        entry.raw = kept.result() if kept is not None else []
+    except OSError as exc:
+        entry.error = f"{item.provider}: cannot keep the raw payloads under {raw_root}: {exc.strerror or exc}"
+        return
+    if error is not None or parsed is None:
+        entry.error = error
+        return
+    result, unknown, notes = parsed
+    fetcher = item.fetcher
+    assert fetcher is not None
+    observed = min((p.fetched_at for p in item.payloads), default=item.started_at)
+    if item.origin is not None:
+        result.prices = apply_origin(result.prices, item.origin)
+    validators = {u: (v.etag, v.last_modified) for u, v in fetcher.new_validators.items()}
+    entry.run = RunRecord(
+        provider=item.provider,
+        mode=mode,
+        started_at=item.started_at,
+        observed_at=observed,
+        prices=result.prices,
+        spot_risk=result.spot_risk,
+        carried=result.carried,
+        unknown_items=unknown,
+        notes="; ".join(notes) or None,
+        raw=entry.raw,
+        validators=validators,
+        state=fetcher.new_state,
+        bytes_downloaded=fetcher.bytes_downloaded,
+        seconds=item.seconds,
+        source_urls=sorted(set(fetcher.urls)),
+        parser_version=item.instance.parser_version,
+        scopes=dict(counts),
+        data_origin=item.origin.kind if item.origin else "live",
+        figures_as_of=item.origin.figures_as_of if item.origin else None,
+    )
 
 
 def check_config(

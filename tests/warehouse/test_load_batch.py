@@ -234,3 +234,16 @@ def test_a_batch_takes_one_run_per_provider(con):
     with pytest.raises(WarehouseError, match="one run per provider in a batch"):
         load_runs(con, [run, run])
     assert load_runs(con, []) == []
+
+
+def test_raw_payloads_that_cannot_be_kept_fail_their_provider_whatever_the_parse_says(tmp_path):
+    """The raw payloads are kept on a thread beside the parse; a failure to keep them is still the provider's."""
+    db = tmp_path / "wh.duckdb"
+    (tmp_path / "wh.raw").write_text("a file where the raw payload directory should be")
+    outcomes = refresh(db, ["coreweave", "lambda"], replay=FIXTURES)
+    assert [(o.provider, o.status) for o in outcomes] == [("coreweave", "failed"), ("lambda", "failed")]
+    for o in outcomes:
+        assert o.error is not None
+        assert o.error.startswith(f"{o.provider}: cannot keep the raw payloads under {tmp_path / 'wh.raw'}: ")
+    rows = tables(db)
+    assert rows["prices"] == [] and [r[4] for r in rows["scrape_runs"]] == ["failed", "failed"]
