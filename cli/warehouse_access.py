@@ -81,34 +81,23 @@ def ensure_prices(db: Path | None) -> Path:
 
 
 def load_snapshot(path: Path) -> None:
-    """The bundled snapshot (a replay of ``fixtures/``) and the bundled history (``fixtures/history/``)."""
-    from scraper.providers import NAMES
-    from scraper.refresh import refresh
-    from scraper.replay import recorded_at
-    from warehouse.archive import load_bundle
-    from warehouse.db import open_warehouse
-    from warehouse.paths import snapshot_dir
+    """The bundled snapshot (a replay of ``fixtures/``) and the bundled history (``fixtures/history/``).
 
-    root = snapshot_dir()
-    recorded = [name for name in NAMES if (root / name / "replay.json").is_file()]
-    # the snapshot is what is bundled, whatever regions this machine is configured for
-    outcomes = refresh(path, recorded, replay=root, mode="snapshot", keep_raw=False, env={})
-    loaded = [o.provider for o in outcomes if o.status == "ok"]
-    dates = sorted({recorded_at(root / name).strftime("%Y-%m-%d") for name in loaded})
-    con = open_warehouse(path, on_wait=note)
-    try:
-        history = load_bundle(con, root / "history")
-    finally:
-        con.close()
+    Loaded from the seed (the same rows, in bulk) where it fits; see ``scraper.snapshot``."""
+    from scraper.snapshot import load_snapshot as load
+
+    loaded = load(path)
     told = ""
-    if history.intervals and history.first is not None and history.last is not None:
+    if loaded.history_intervals and loaded.history_first is not None and loaded.history_last is not None:
         told = (
-            f" and {history.intervals:,} price intervals of history {history.first:%Y-%m-%d}..{history.last:%Y-%m-%d}"
-            f" imported from {', '.join(history.archives)}"
+            f" and {loaded.history_intervals:,} price intervals of history "
+            f"{loaded.history_first:%Y-%m-%d}..{loaded.history_last:%Y-%m-%d}"
+            f" imported from {', '.join(loaded.history_archives)}"
         )
     note(
         f"costopt: the warehouse at {path} was empty: loaded the bundled price snapshot recorded "
-        f"{', '.join(dates) or '?'} ({len(loaded)} providers){told}. Run `costopt refresh` for live prices."
+        f"{', '.join(loaded.recorded) or '?'} ({loaded.providers} providers){told}. "
+        "Run `costopt refresh` for live prices."
     )
 
 

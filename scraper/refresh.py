@@ -18,6 +18,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,8 +28,17 @@ from scraper.http import Fetcher, RetryPolicy, Validators, make_client
 from scraper.providers import NAMES, provider_class
 from scraper.replay import Origin, apply_origin, origin_of
 from warehouse.alerts import Alert
-from warehouse.errors import CostoptError, MissingCredentials, UsageError, from_duckdb, is_duckdb_error, is_interrupt
-from warehouse.load import RawRow, RunRecord
+from warehouse.errors import (
+    CostoptError,
+    MissingCredentials,
+    UsageError,
+    WarehouseError,
+    from_duckdb,
+    is_duckdb_error,
+    is_interrupt,
+)
+from warehouse.load import LoadSummary, RawRow, RunRecord
+from warehouse.volume import Drop
 
 PROVIDER_TIMEOUT_SECONDS = 30 * 60
 DEFAULT_HTTP_TIMEOUT = 30.0
@@ -195,7 +205,9 @@ async def _fetch_all(
     cancel: threading.Event | None = None,
     timeout: float = DEFAULT_HTTP_TIMEOUT,
 ) -> list[_Fetched]:
-    client = make_client(timeout=timeout)
+    # a replay serves every provider from its own recorded transport: no shared client (building one
+    # loads the CA bundle, ~0.1 s, for a client that would never send a request)
+    client = make_client(timeout=timeout) if replay_root is None else None
     try:
         work = asyncio.gather(
             *(
@@ -222,7 +234,8 @@ async def _fetch_all(
             await asyncio.sleep(0.1)
         return work.result()
     finally:
-        await client.aclose()
+        if client is not None:
+            await client.aclose()
 
 
 def parse_and_validate(provider: Provider, payloads: list[RawPayload]) -> tuple[ParseResult, int, list[str]]:
@@ -270,7 +283,6 @@ def refresh(
     guard in ``warehouse.volume`` otherwise refuses it). ``timeout`` is the per-request HTTP
     timeout in seconds (default ``COSTOPT_HTTP_TIMEOUT``, else 30).
     """
-    from scraper import rawstore
     from warehouse.db import open_warehouse
     from warehouse.load import last_validators
     from warehouse.paths import raw_dir
@@ -287,7 +299,12 @@ def refresh(
         for name in names:
             validators, state = last_validators(con, name)
             known[name] = ({u: Validators(e, m) for u, (e, m) in validators.items()}, state)
-    finally:
+    except BaseException:
+        con.close()
+        raise
+    # a live fetch runs with the warehouse closed (readers are locked out only for the loads); a
+    # replay reads local files for a moment, and keeps the connection for its loads
+    if replay is None:
         con.close()
 
     workdir = Path(tempfile.mkdtemp(prefix="costopt-fetch-"))
@@ -306,57 +323,85 @@ def refresh(
             )
         )
         ready: list[_Ready] = []
-        for item in fetched:
-            entry = _Ready(item, share=shares[item.provider])
-            ready.append(entry)
-            if item.status != "ok" or item.instance is None:
-                entry.error = item.error
-                continue
-            raw_root = raw_dir(db_path)
-            try:  # kept before parsing: a response that fails to parse is the evidence a person needs
-                entry.raw = [rawstore.store(raw_root, p) for p in item.payloads] if keep_raw else []
-            except OSError as exc:
-                entry.error = f"{item.provider}: cannot keep the raw payloads under {raw_root}: {exc.strerror or exc}"
-                continue
-            try:
-                result, unknown, notes = parse_and_validate(item.instance, item.payloads)
-                counts, entry.carried = item.instance.scope_counts(result)
-            except CostoptError as exc:
-                entry.error = exc.one_line()
-                continue
-            except Exception as exc:  # a parser bug is this provider's failure, not everyone's
-                entry.error = f"{item.provider}: parser crashed: {type(exc).__name__}: {exc}"
-                continue
-            fetcher = item.fetcher
-            assert fetcher is not None
-            observed = min((p.fetched_at for p in item.payloads), default=item.started_at)
-            if item.origin is not None:
-                result.prices = apply_origin(result.prices, item.origin)
-            validators = {u: (v.etag, v.last_modified) for u, v in fetcher.new_validators.items()}
-            entry.run = RunRecord(
-                provider=item.provider,
-                mode=mode,
-                started_at=item.started_at,
-                observed_at=observed,
-                prices=result.prices,
-                spot_risk=result.spot_risk,
-                carried=result.carried,
-                unknown_items=unknown,
-                notes="; ".join(notes) or None,
-                raw=entry.raw,
-                validators=validators,
-                state=fetcher.new_state,
-                bytes_downloaded=fetcher.bytes_downloaded,
-                seconds=item.seconds,
-                source_urls=sorted(set(fetcher.urls)),
-                parser_version=item.instance.parser_version,
-                scopes=dict(counts),
-                data_origin=item.origin.kind if item.origin else "live",
-                figures_as_of=item.origin.figures_as_of if item.origin else None,
-            )
-        return _load_all(db_path, ready, mode, say, cancel, set(accept_drop))
+        raw_root = raw_dir(db_path)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="costopt-raw") as keeper:
+            # the raw payloads are kept whatever the parse says (a response that fails to parse is the
+            # evidence a person needs), on a thread beside the parse: hashing and gzip release the GIL
+            kept = {
+                item.provider: keeper.submit(_keep_raw, raw_root, item.payloads)
+                for item in fetched
+                if keep_raw and item.status == "ok" and item.instance is not None
+            }
+            for item in fetched:
+                entry = _Ready(item, share=shares[item.provider])
+                ready.append(entry)
+                if item.status != "ok" or item.instance is None:
+                    entry.error = item.error
+                    continue
+                _parse_one(entry, kept.get(item.provider), raw_root, mode)
+        return _load_all(db_path, ready, mode, say, cancel, set(accept_drop), con=None if replay is None else con)
     finally:
+        if replay is not None:
+            con.close()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _keep_raw(root: Path, payloads: list[RawPayload]) -> list[RawRow]:
+    from scraper import rawstore
+
+    return [rawstore.store(root, p) for p in payloads]
+
+
+def _parse_one(entry: _Ready, kept: Future[list[RawRow]] | None, raw_root: Path, mode: str) -> None:
+    """Parse and validate one provider's payloads into ``entry.run`` (or ``entry.error``), with its raw rows."""
+    item = entry.item
+    assert item.instance is not None
+    parsed: tuple[ParseResult, int, list[str]] | None = None
+    error: str | None = None
+    counts: Mapping[str, int] = {}
+    try:
+        parsed = parse_and_validate(item.instance, item.payloads)
+        counts, entry.carried = item.instance.scope_counts(parsed[0])
+    except CostoptError as exc:
+        error = exc.one_line()
+    except Exception as exc:  # a parser bug is this provider's failure, not everyone's
+        error = f"{item.provider}: parser crashed: {type(exc).__name__}: {exc}"
+    try:
+        entry.raw = kept.result() if kept is not None else []
+    except OSError as exc:
+        entry.error = f"{item.provider}: cannot keep the raw payloads under {raw_root}: {exc.strerror or exc}"
+        return
+    if error is not None or parsed is None:
+        entry.error = error
+        return
+    result, unknown, notes = parsed
+    fetcher = item.fetcher
+    assert fetcher is not None
+    observed = min((p.fetched_at for p in item.payloads), default=item.started_at)
+    if item.origin is not None:
+        result.prices = apply_origin(result.prices, item.origin)
+    validators = {u: (v.etag, v.last_modified) for u, v in fetcher.new_validators.items()}
+    entry.run = RunRecord(
+        provider=item.provider,
+        mode=mode,
+        started_at=item.started_at,
+        observed_at=observed,
+        prices=result.prices,
+        spot_risk=result.spot_risk,
+        carried=result.carried,
+        unknown_items=unknown,
+        notes="; ".join(notes) or None,
+        raw=entry.raw,
+        validators=validators,
+        state=fetcher.new_state,
+        bytes_downloaded=fetcher.bytes_downloaded,
+        seconds=item.seconds,
+        source_urls=sorted(set(fetcher.urls)),
+        parser_version=item.instance.parser_version,
+        scopes=dict(counts),
+        data_origin=item.origin.kind if item.origin else "live",
+        figures_as_of=item.origin.figures_as_of if item.origin else None,
+    )
 
 
 def check_config(
@@ -400,36 +445,107 @@ def _load_all(
     say: Progress,
     cancel: threading.Event | None,
     accept_drop: set[str],
+    con: object = None,
 ) -> list[Outcome]:
-    """Load each provider in its own transaction; whatever goes wrong with one is that provider's failure."""
+    """Load every provider; whatever goes wrong with one is that provider's failure.
+
+    The providers that passed their checks load together in ONE transaction (``load_runs``: the same
+    ~30 statements for six providers as for one). Should that batch fail, it is rolled back whole and
+    each provider loads again in its own transaction, as if there had been no batch: one provider's
+    failure never stops or undoes another's.
+    """
     from warehouse.db import open_warehouse
 
-    outcomes: list[Outcome] = []
-    con = open_warehouse(db_path, on_wait=lambda message: say("warehouse", message))
+    outcomes: dict[str, Outcome] = {}
+    given = con is not None  # the caller's open connection (a replay): the caller closes it
+    if con is None:
+        con = open_warehouse(db_path, on_wait=lambda message: say("warehouse", message))
     try:
-        for entry in ready:
-            if cancel is not None and cancel.is_set():
+        if cancel is not None and cancel.is_set():
+            for entry in ready:
                 say(entry.item.provider, "not loaded: stop requested")
-                outcomes.append(Outcome(entry.item.provider, "cancelled", error="stop requested before its load"))
-                continue
-            try:
-                outcome = _load_one(con, entry, mode, accept_drop)
-            except Exception as exc:
-                if is_interrupt(exc):
-                    raise KeyboardInterrupt from None
-                outcome = _failed(con, entry, mode, _reason(entry.item.provider, exc))
-            outcomes.append(outcome)
+                outcomes[entry.item.provider] = Outcome(
+                    entry.item.provider, "cancelled", error="stop requested before its load"
+                )
+        else:
+            batch = _checked(con, ready, mode, accept_drop, outcomes)
+            if len(batch) > 1:
+                _load_batch(con, batch, outcomes)
+            for entry, drops in batch:
+                if entry.item.provider in outcomes:
+                    continue
+                if cancel is not None and cancel.is_set():
+                    say(entry.item.provider, "not loaded: stop requested")
+                    outcomes[entry.item.provider] = Outcome(
+                        entry.item.provider, "cancelled", error="stop requested before its load"
+                    )
+                    continue
+                outcomes[entry.item.provider] = _guarded(con, entry, mode, _load_one, con, entry, drops)
+        ordered = [outcomes[entry.item.provider] for entry in ready]
+        for outcome in ordered:
             if outcome.status == "ok":
                 say(outcome.provider, f"loaded {outcome.offers} offers, {outcome.prices_changed} prices changed")
-            else:
+            elif outcome.status != "cancelled":
                 say(outcome.provider, f"{outcome.status}: {outcome.error}")
-        _raise_alerts(con, outcomes)
+        _raise_alerts(con, ordered)
     finally:
-        con.close()
-    return outcomes
+        if not given:
+            con.close()  # type: ignore[attr-defined]
+    return ordered
+
+
+def _guarded(con, entry: _Ready, mode: str, step: Callable[..., Outcome], *args: object) -> Outcome:  # type: ignore[no-untyped-def]
+    """``step(*args)``, or the provider's recorded failure when it raises (Ctrl-C still stops everything)."""
+    try:
+        return step(*args)
+    except Exception as exc:
+        if is_interrupt(exc):
+            raise KeyboardInterrupt from None
+        return _failed(con, entry, mode, _reason(entry.item.provider, exc))
+
+
+def _checked(
+    con, ready: list[_Ready], mode: str, accept_drop: set[str], outcomes: dict[str, Outcome]
+) -> list[tuple[_Ready, list[Drop]]]:  # type: ignore[no-untyped-def]
+    """Record the providers that have nothing to load (or a suspect drop); return the others with their drops."""
+    batch: list[tuple[_Ready, list[Drop]]] = []
+    for entry in ready:
+        provider = entry.item.provider
+        if entry.run is None:
+            outcomes[provider] = _failed(con, entry, mode, entry.error or "failed")
+            continue
+        try:
+            drops = _drops(con, entry)
+        except Exception as exc:
+            if is_interrupt(exc):
+                raise KeyboardInterrupt from None
+            outcomes[provider] = _failed(con, entry, mode, _reason(provider, exc))
+            continue
+        if drops and provider not in accept_drop:
+            outcomes[provider] = _guarded(con, entry, mode, _suspect, con, entry, mode, drops)
+            continue
+        batch.append((entry, drops))
+    return batch
+
+
+def _load_batch(con, batch: list[tuple[_Ready, list[Drop]]], outcomes: dict[str, Outcome]) -> None:  # type: ignore[no-untyped-def]
+    """All of ``batch`` in one transaction; on any error (but Ctrl-C) nothing, and the caller loads each alone."""
+    from warehouse.load import load_runs
+
+    runs = [entry.run for entry, _ in batch]
+    try:
+        summaries = load_runs(con, [run for run in runs if run is not None])
+    except Exception as exc:
+        if is_interrupt(exc):
+            raise KeyboardInterrupt from None
+        return
+    for (entry, drops), summary in zip(batch, summaries, strict=True):
+        outcomes[entry.item.provider] = _outcome(entry, summary, drops)
 
 
 def _reason(provider: str, exc: BaseException) -> str:
+    if isinstance(exc, WarehouseError) and not str(exc).startswith(f"{provider}:"):
+        return f"{provider}: not loaded: {exc.one_line()}"  # a load's DuckDB error names no provider
     if isinstance(exc, CostoptError):
         return exc.one_line()
     if is_duckdb_error(exc):
@@ -437,17 +553,13 @@ def _reason(provider: str, exc: BaseException) -> str:
     return f"{provider}: not loaded: unexpected {type(exc).__name__}: {exc}"
 
 
-def _load_one(con, entry: _Ready, mode: str, accept_drop: set[str]) -> Outcome:  # type: ignore[no-untyped-def]
-    from warehouse.alerts import Alert
-    from warehouse.load import load_run
-    from warehouse.volume import check, suspect_message
+def _drops(con, entry: _Ready) -> list[Drop]:  # type: ignore[no-untyped-def]
+    """The sources of this run that answered with far fewer offers than their last good run."""
+    from warehouse.volume import check
 
-    item, run = entry.item, entry.run
-    if run is None:
-        return _failed(con, entry, mode, entry.error or "failed")
-    instance = item.instance
-    assert instance is not None
-    drops = check(
+    item, run, instance = entry.item, entry.run, entry.item.instance
+    assert run is not None and instance is not None
+    return check(
         con,
         item.provider,
         run.scopes,
@@ -456,14 +568,34 @@ def _load_one(con, entry: _Ready, mode: str, accept_drop: set[str]) -> Outcome: 
         scope_of=instance.scope_of,
         share=entry.share,
     )
+
+
+def _suspect(con, entry: _Ready, mode: str, drops: list[Drop]) -> Outcome:  # type: ignore[no-untyped-def]
+    from warehouse.alerts import Alert
+    from warehouse.volume import suspect_message
+
+    provider = entry.item.provider
+    message = f"{provider}: {suspect_message(provider, drops, entry.share)}"
+    outcome = _failed(con, entry, mode, message)
+    if outcome.run_id is not None:
+        outcome.alerts.append(Alert(outcome.run_id, provider, "suspect_drop", "error", message))
+    return outcome
+
+
+def _load_one(con, entry: _Ready, drops: list[Drop]) -> Outcome:  # type: ignore[no-untyped-def]
+    """One provider in its own transaction (its checks passed)."""
+    from warehouse.load import load_run
+
+    assert entry.run is not None
+    return _outcome(entry, load_run(con, entry.run), drops)
+
+
+def _outcome(entry: _Ready, summary: LoadSummary, drops: list[Drop]) -> Outcome:
+    from warehouse.alerts import Alert
+
+    item, run = entry.item, entry.run
+    assert run is not None
     accepted: list[Alert] = []
-    if drops and item.provider not in accept_drop:
-        message = f"{item.provider}: {suspect_message(item.provider, drops, entry.share)}"
-        outcome = _failed(con, entry, mode, message)
-        if outcome.run_id is not None:
-            outcome.alerts.append(Alert(outcome.run_id, item.provider, "suspect_drop", "error", message))
-        return outcome
-    summary = load_run(con, run)
     if drops:
         accepted.append(
             Alert(
@@ -476,7 +608,7 @@ def _load_one(con, entry: _Ready, mode: str, accept_drop: set[str]) -> Outcome: 
         )
     return Outcome(
         item.provider,
-        summary.status if summary.status != "skipped" else "skipped",
+        summary.status,
         offers=summary.offers,
         prices_changed=summary.prices_changed,
         prices_closed=summary.prices_closed,
@@ -521,13 +653,25 @@ def _failed(con, entry: _Ready, mode: str, error: str) -> Outcome:  # type: igno
 
 
 def _raise_alerts(con, outcomes: list[Outcome]) -> None:  # type: ignore[no-untyped-def]
-    from warehouse.alerts import check_run, record
+    """Check every run of this refresh at once and record what it raised (one run at a time if that fails)."""
+    from warehouse.alerts import check_runs, record
 
-    for outcome in outcomes:
-        if outcome.run_id is None:
-            continue
+    runs = [o for o in outcomes if o.run_id is not None]
+    try:
+        found = check_runs(con, [o.run_id for o in runs if o.run_id is not None])
+        raised = [o.alerts + found.get(o.run_id, []) for o in runs if o.run_id is not None]
+        record(con, [a for alerts in raised for a in alerts])
+    except Exception as exc:
+        if is_interrupt(exc):
+            raise KeyboardInterrupt from None
+    else:
+        for outcome, alerts in zip(runs, raised, strict=True):
+            outcome.alerts = alerts
+        return
+    for outcome in runs:
         try:
-            outcome.alerts = outcome.alerts + check_run(con, outcome.run_id)
+            assert outcome.run_id is not None
+            outcome.alerts = outcome.alerts + check_runs(con, [outcome.run_id]).get(outcome.run_id, [])
             record(con, outcome.alerts)
         except Exception as exc:  # the prices are loaded; an alert that cannot be written is a note
             if is_interrupt(exc):

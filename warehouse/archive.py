@@ -311,14 +311,14 @@ def _notes(item: StagedPath) -> str:
 def _offers(con: duckdb.DuckDBPyConnection, item: StagedPath) -> int:
     """New offers for imported machines; an offer already known keeps its attributes."""
     before = con.execute("SELECT count(*) FROM offers").fetchall()[0][0]
-    con.execute(
+    con.execute(  # numbered in (region, instance type) order: the same ids on every load of the same file
         """INSERT INTO offers (provider, region, instance_type, gpu, gpu_count, vcpus, memory_gib, first_seen)
            SELECT ?, region, name, arg_max(gpu, valid_from), arg_max(gpu_count, valid_from),
                   arg_max(vcpus, valid_from), arg_max(memory_gib, valid_from), min(valid_from)
            FROM _imp i WHERE kind = 'm'
              AND NOT EXISTS (SELECT 1 FROM offers o WHERE o.provider = ? AND o.region = i.region
                              AND o.instance_type = i.name)
-           GROUP BY region, name""",
+           GROUP BY region, name ORDER BY region, name""",
         [item.provider, item.provider],
     )
     after = con.execute("SELECT count(*) FROM offers").fetchall()[0][0]
@@ -435,27 +435,28 @@ def _insert_clipped(
     return int(written)
 
 
-def yield_to_scrape(con: duckdb.DuckDBPyConnection, provider: str) -> int:
+def yield_to_scrape(con: duckdb.DuckDBPyConnection, providers: str | list[str]) -> int:
     """End imported intervals where an open scraped interval of the same offer starts (scrapes win).
 
-    Called by the scrape loader after each run, inside its transaction. Only imported intervals that
-    reach past the start of an open scraped one are touched; normally there are none. Returns how many
-    imported intervals were shortened or removed.
+    Called by the scrape loader after its runs (one provider's, or several loaded together), inside
+    its transaction. Only imported intervals that reach past the start of an open scraped one are
+    touched; normally there are none. Returns how many imported intervals were shortened or removed.
     """
+    names = [providers] if isinstance(providers, str) else list(providers)
     starts = """SELECT l.offer_id, l.pricing, l.valid_from AS start FROM prices l JOIN offers o USING (offer_id)
-                WHERE o.provider = ? AND l.valid_to IS NULL AND l.archive_commit IS NULL"""
+                WHERE list_contains(?::VARCHAR[], o.provider) AND l.valid_to IS NULL AND l.archive_commit IS NULL"""
     removed = con.execute(
         f"""DELETE FROM prices p USING ({starts}) x
             WHERE p.offer_id = x.offer_id AND p.pricing = x.pricing AND p.archive_commit IS NOT NULL
               AND p.valid_from >= x.start""",
-        [provider],
+        [names],
     ).fetchall()
     shortened = con.execute(
         f"""UPDATE prices p SET valid_to = x.start, last_seen = least(p.last_seen, x.start)
             FROM ({starts}) x
             WHERE p.offer_id = x.offer_id AND p.pricing = x.pricing AND p.archive_commit IS NOT NULL
               AND p.valid_to > x.start AND p.valid_from < x.start""",
-        [provider],
+        [names],
     ).fetchall()
     return int(removed[0][0] if removed else 0) + int(shortened[0][0] if shortened else 0)
 

@@ -20,6 +20,7 @@ import contextlib
 import os
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -207,114 +208,91 @@ def _bulk_insert(con: duckdb.DuckDBPyConnection, statement: str, columns: list[t
 
 
 def _insert_raw(con: duckdb.DuckDBPyConnection, run_id: int, raw: list[RawRow]) -> None:
+    _insert_raw_many(con, [(run_id, raw)])
+
+
+def _insert_raw_many(con: duckdb.DuckDBPyConnection, runs: list[tuple[int, list[RawRow]]]) -> None:
+    rows = [(run_id, r) for run_id, raw in runs for r in raw]
     _bulk_insert(
         con,
         "INSERT INTO raw_payloads (run_id, url, fetched_at, status, sha256, bytes, path, not_modified, scope)",
         [
-            ("BIGINT", [run_id] * len(raw)),
-            ("VARCHAR", [r.url for r in raw]),
-            ("TIMESTAMPTZ", [r.fetched_at for r in raw]),
-            ("INTEGER", [r.status for r in raw]),
-            ("VARCHAR", [r.sha256 for r in raw]),
-            ("BIGINT", [r.bytes for r in raw]),
-            ("VARCHAR", [r.path for r in raw]),
-            ("BOOLEAN", [r.not_modified for r in raw]),
-            ("VARCHAR[]", [list(r.scope) for r in raw]),
+            ("BIGINT", [run_id for run_id, _ in rows]),
+            ("VARCHAR", [r.url for _, r in rows]),
+            ("TIMESTAMPTZ", [r.fetched_at for _, r in rows]),
+            ("INTEGER", [r.status for _, r in rows]),
+            ("VARCHAR", [r.sha256 for _, r in rows]),
+            ("BIGINT", [r.bytes for _, r in rows]),
+            ("VARCHAR", [r.path for _, r in rows]),
+            ("BOOLEAN", [r.not_modified for _, r in rows]),
+            ("VARCHAR[]", [list(r.scope) for _, r in rows]),
         ],
     )
 
 
 def _insert_scopes(con: duckdb.DuckDBPyConnection, run_id: int, provider: str, scopes: Mapping[str, int]) -> None:
-    names = sorted(scopes)
+    _insert_scopes_many(con, [(run_id, provider, scopes)])
+
+
+def _insert_scopes_many(con: duckdb.DuckDBPyConnection, runs: list[tuple[int, str, Mapping[str, int]]]) -> None:
+    rows = [(run_id, provider, name, int(scopes[name])) for run_id, provider, scopes in runs for name in sorted(scopes)]
     _bulk_insert(
         con,
         "INSERT INTO run_scopes (run_id, provider, scope, offers)",
         [
-            ("BIGINT", [run_id] * len(names)),
-            ("VARCHAR", [provider] * len(names)),
-            ("VARCHAR", names),
-            ("INTEGER", [int(scopes[n]) for n in names]),
+            ("BIGINT", [row[0] for row in rows]),
+            ("VARCHAR", [row[1] for row in rows]),
+            ("VARCHAR", [row[2] for row in rows]),
+            ("INTEGER", [row[3] for row in rows]),
         ],
     )
 
 
-def _stage(con: duckdb.DuckDBPyConnection, records: list[PriceRecord]) -> None:
-    import pyarrow as pa
+LISTING_TYPE = "STRUCT(usd_per_hour DOUBLE, country VARCHAR, reliability DOUBLE)"
 
-    columns: dict[str, list[object]] = {
-        k: []
-        for k in (
-            "region",
-            "instance_type",
-            "gpu",
-            "gpu_count",
-            "vcpus",
-            "memory_gib",
-            "pricing",
-            "usd_per_hour",
-            "source",
-            "offer_count",
-            "min_usd",
-            "p10_usd",
-            "median_usd",
-            "max_usd",
-            "source_time",
-            "source_basis",
-            "effective_since",
+
+def _stage(con: duckdb.DuckDBPyConnection, runs: list[RunRecord]) -> None:
+    """Every record of ``runs`` into the temp table ``_stage``, as one statement over column lists.
+
+    Columnar lists through ``unnest`` (no pyarrow: importing it cost more than the whole load).
+    """
+    records = [r for run in runs for r in run.prices]
+    stats = [r.stats for r in records]
+    columns: list[tuple[str, str, list[Any]]] = [
+        ("provider", "VARCHAR", [r.provider for r in records]),
+        ("region", "VARCHAR", [r.region for r in records]),
+        ("instance_type", "VARCHAR", [r.instance_type for r in records]),
+        ("gpu", "VARCHAR", [r.gpu for r in records]),
+        ("gpu_count", "DOUBLE", [float(r.gpu_count) for r in records]),
+        ("vcpus", "BIGINT", [r.vcpus for r in records]),
+        ("memory_gib", "DOUBLE", [None if r.memory_gib is None else float(r.memory_gib) for r in records]),
+        ("pricing", "VARCHAR", [r.pricing for r in records]),
+        ("usd_per_hour", "DOUBLE", [float(r.usd_per_hour) for r in records]),
+        ("source", "VARCHAR", [r.source for r in records]),
+        ("offer_count", "BIGINT", [s.offer_count if s else None for s in stats]),
+        ("min_usd", "DOUBLE", [s.min if s else None for s in stats]),
+        ("p10_usd", "DOUBLE", [s.p10 if s else None for s in stats]),
+        ("median_usd", "DOUBLE", [s.median if s else None for s in stats]),
+        ("max_usd", "DOUBLE", [s.max if s else None for s in stats]),
+        ("source_time", "TIMESTAMPTZ", [r.source_time for r in records]),
+        ("source_basis", "VARCHAR", [r.source_basis for r in records]),
+        ("effective_since", "TIMESTAMPTZ", [r.effective_since for r in records]),
+        (
             "listings",
-        )
-    }
-    for r in records:
-        columns["region"].append(r.region)
-        columns["instance_type"].append(r.instance_type)
-        columns["gpu"].append(r.gpu)
-        columns["gpu_count"].append(float(r.gpu_count))
-        columns["vcpus"].append(r.vcpus)
-        columns["memory_gib"].append(None if r.memory_gib is None else float(r.memory_gib))
-        columns["pricing"].append(r.pricing)
-        columns["usd_per_hour"].append(float(r.usd_per_hour))
-        columns["source"].append(r.source)
-        s = r.stats
-        columns["offer_count"].append(s.offer_count if s else None)
-        columns["min_usd"].append(s.min if s else None)
-        columns["p10_usd"].append(s.p10 if s else None)
-        columns["median_usd"].append(s.median if s else None)
-        columns["max_usd"].append(s.max if s else None)
-        columns["source_time"].append(r.source_time)
-        columns["source_basis"].append(r.source_basis)
-        columns["effective_since"].append(r.effective_since)
-        columns["listings"].append(
-            [{"usd_per_hour": x.usd_per_hour, "country": x.country, "reliability": x.reliability} for x in s.listings]
-            if s and s.listings
-            else None
-        )
-    listing = pa.struct([("usd_per_hour", pa.float64()), ("country", pa.string()), ("reliability", pa.float64())])
-    schema = pa.schema(
-        [
-            ("region", pa.string()),
-            ("instance_type", pa.string()),
-            ("gpu", pa.string()),
-            ("gpu_count", pa.float64()),
-            ("vcpus", pa.int64()),
-            ("memory_gib", pa.float64()),
-            ("pricing", pa.string()),
-            ("usd_per_hour", pa.float64()),
-            ("source", pa.string()),
-            ("offer_count", pa.int64()),
-            ("min_usd", pa.float64()),
-            ("p10_usd", pa.float64()),
-            ("median_usd", pa.float64()),
-            ("max_usd", pa.float64()),
-            ("source_time", pa.timestamp("us", tz="UTC")),
-            ("source_basis", pa.string()),
-            ("effective_since", pa.timestamp("us", tz="UTC")),
-            ("listings", pa.list_(listing)),
-        ]
-    )
-    table = pa.Table.from_pydict(columns, schema=schema)
-    con.register("_stage_arrow", table)
-    con.execute("CREATE OR REPLACE TEMP TABLE _stage AS SELECT * FROM _stage_arrow")
-    con.unregister("_stage_arrow")
+            f"{LISTING_TYPE}[]",
+            [
+                [
+                    {"usd_per_hour": x.usd_per_hour, "country": x.country, "reliability": x.reliability}
+                    for x in s.listings
+                ]
+                if s and s.listings
+                else None
+                for s in stats
+            ],
+        ),
+    ]
+    select = ", ".join(f"unnest(?::{sql_type}[]) AS {name}" for name, sql_type, _ in columns)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _stage AS SELECT {select}", [values for _, _, values in columns])
 
 
 def _check_keys(records: list[PriceRecord]) -> None:
@@ -327,260 +305,321 @@ def _check_keys(records: list[PriceRecord]) -> None:
 
 def load_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> LoadSummary:
     """Load one provider run in a single transaction. Raises after rolling back on any error."""
-    _check_keys(run.prices)
-    if any(r.provider != run.provider for r in run.prices):
-        raise WarehouseError(f"{run.provider}: records from another provider in this run")
+    return load_runs(con, [run])[0]
+
+
+def load_runs(con: duckdb.DuckDBPyConnection, runs: list[RunRecord]) -> list[LoadSummary]:
+    """Load several providers' runs in ONE transaction, set-based: all of them or none.
+
+    The statements are the same whatever the number of runs (~30, each over every run's rows), so
+    six providers cost about what one did. The price is that one provider's failure undoes the
+    others': a caller that must keep them apart (``scraper.refresh``) retries each run alone with
+    ``load_run`` when a batch fails. Summaries come back in the order of ``runs``.
+    """
+    providers = [run.provider for run in runs]
+    if len(set(providers)) != len(providers):
+        raise WarehouseError(f"one run per provider in a batch, got {', '.join(providers)}")
+    for run in runs:
+        _check_keys(run.prices)
+        if any(r.provider != run.provider for r in run.prices):
+            raise WarehouseError(f"{run.provider}: records from another provider in this run")
+    if not runs:
+        return []
     con.execute("BEGIN TRANSACTION")
     try:
-        summary = _load(con, run)
+        summaries = _load(con, runs)
         _test_delay()
         con.execute("COMMIT")
     except BaseException as exc:
         _rollback(con, exc)
-    return summary
+    return summaries
 
 
-def _load(con: duckdb.DuckDBPyConnection, run: RunRecord) -> LoadSummary:
-    provider, obs = run.provider, run.observed_at
-    newest = con.execute(  # imported history does not count: an archive may reach past a replayed run
-        """SELECT max(p.last_seen) FROM prices p JOIN offers o USING (offer_id)
-           WHERE o.provider = ? AND p.archive_commit IS NULL""",
-        [provider],
-    ).fetchall()[0]
-    if newest and newest[0] is not None and newest[0] > obs:
-        held = f"{newest[0]:%Y-%m-%d %H:%M}"
-        note = f"not loaded: recorded {obs:%Y-%m-%d %H:%M} UTC, older than prices already held ({held})"
-        run_id = _insert_failure(
-            con,
-            provider=provider,
-            mode=run.mode,
-            started_at=run.started_at,
-            error=note,
-            status="skipped",
-            seconds=run.seconds,
-            bytes_downloaded=run.bytes_downloaded,
-            source_urls=run.source_urls,
-            parser_version=run.parser_version,
-        )
-        return LoadSummary(run_id, "skipped", 0, 0, 0, 0, note)
+def _load(con: duckdb.DuckDBPyConnection, runs: list[RunRecord]) -> list[LoadSummary]:
+    """The body of ``load_runs``, inside its transaction. Every statement is keyed by provider.
 
-    run_id = _next_run_id(con)
-    _stage(con, run.prices)
+    ``_runs`` holds each loaded run's provider, run id and observation time; ``_stage`` every record;
+    ``_obs`` the records joined to their offers; ``_open`` the open intervals of the providers loaded.
+    """
+    newest = dict(
+        con.execute(  # imported history does not count: an archive may reach past a replayed run
+            """SELECT o.provider, max(p.last_seen) FROM prices p JOIN offers o USING (offer_id)
+               WHERE list_contains(?::VARCHAR[], o.provider) AND p.archive_commit IS NULL GROUP BY o.provider""",
+            [[run.provider for run in runs]],
+        ).fetchall()
+    )
+    summaries: dict[str, LoadSummary] = {}
+    loading: list[tuple[RunRecord, int]] = []
+    for run in runs:
+        held = newest.get(run.provider)
+        obs = run.observed_at
+        if held is not None and held > obs:
+            note = (
+                f"not loaded: recorded {obs:%Y-%m-%d %H:%M} UTC, older than prices already held ({held:%Y-%m-%d %H:%M})"
+            )
+            run_id = _insert_failure(
+                con,
+                provider=run.provider,
+                mode=run.mode,
+                started_at=run.started_at,
+                error=note,
+                status="skipped",
+                seconds=run.seconds,
+                bytes_downloaded=run.bytes_downloaded,
+                source_urls=run.source_urls,
+                parser_version=run.parser_version,
+            )
+            summaries[run.provider] = LoadSummary(run_id, "skipped", 0, 0, 0, 0, note)
+        else:
+            loading.append((run, _next_run_id(con)))
+    if loading:
+        counts = _load_prices(con, loading)
+        for run, run_id in loading:
+            changed, closed, n_flags = counts.get(run_id, (0, 0, 0))
+            offers = len({(r.region, r.instance_type) for r in run.prices})
+            summaries[run.provider] = LoadSummary(run_id, "ok", offers, changed, closed, n_flags, run.notes)
+    return [summaries[run.provider] for run in runs]
+
+
+def _load_prices(
+    con: duckdb.DuckDBPyConnection, loading: list[tuple[RunRecord, int]]
+) -> dict[int, tuple[int, int, int]]:
+    """Offers, intervals, market stats and run records of ``loading``: (changed, closed, flags) per run id."""
+    runs = [run for run, _ in loading]
+    con.execute("CREATE OR REPLACE TEMP TABLE _runs (provider VARCHAR, run_id BIGINT, obs TIMESTAMPTZ)")
+    _bulk_insert(
+        con,
+        "INSERT INTO _runs",
+        [
+            ("VARCHAR", [run.provider for run in runs]),
+            ("BIGINT", [run_id for _, run_id in loading]),
+            ("TIMESTAMPTZ", [run.observed_at for run in runs]),
+        ],
+    )
+    _stage(con, runs)
+    # new offers, numbered in (provider, region, instance_type) order whether loaded alone or together
     con.execute(
         """INSERT INTO offers (provider, region, instance_type, gpu, gpu_count, vcpus, memory_gib, first_seen)
-           SELECT DISTINCT ON (region, instance_type) ?, region, instance_type, gpu, gpu_count, vcpus, memory_gib, ?
-           FROM _stage s
-           WHERE NOT EXISTS (SELECT 1 FROM offers o WHERE o.provider = ? AND o.region = s.region
-                             AND o.instance_type = s.instance_type)""",
-        [provider, obs, provider],
+           SELECT provider, region, instance_type, gpu, gpu_count, vcpus, memory_gib, obs FROM (
+               SELECT DISTINCT ON (s.provider, s.region, s.instance_type) s.provider, s.region, s.instance_type,
+                      s.gpu, s.gpu_count, s.vcpus, s.memory_gib, r.obs
+               FROM _stage s JOIN _runs r USING (provider)
+               WHERE NOT EXISTS (SELECT 1 FROM offers o WHERE o.provider = s.provider AND o.region = s.region
+                                 AND o.instance_type = s.instance_type)
+               ORDER BY s.provider, s.region, s.instance_type, s.pricing)
+           ORDER BY provider, region, instance_type"""
     )
     # the newest parse decides what an offer is: a parser fix that corrects a GPU or a count reaches
     # the offers already stored (and with them every interval of their history)
     con.execute(
         """UPDATE offers o SET gpu = s.gpu, gpu_count = s.gpu_count, vcpus = s.vcpus, memory_gib = s.memory_gib
-           FROM (SELECT DISTINCT ON (region, instance_type) region, instance_type, gpu, gpu_count, vcpus, memory_gib
-                 FROM _stage ORDER BY region, instance_type, pricing) s
-           WHERE o.provider = ? AND o.region = s.region AND o.instance_type = s.instance_type
+           FROM (SELECT DISTINCT ON (provider, region, instance_type) provider, region, instance_type, gpu, gpu_count,
+                        vcpus, memory_gib
+                 FROM _stage ORDER BY provider, region, instance_type, pricing) s
+           WHERE o.provider = s.provider AND o.region = s.region AND o.instance_type = s.instance_type
              AND (o.gpu IS DISTINCT FROM s.gpu OR o.gpu_count IS DISTINCT FROM s.gpu_count
-                  OR o.vcpus IS DISTINCT FROM s.vcpus OR o.memory_gib IS DISTINCT FROM s.memory_gib)""",
-        [provider],
+                  OR o.vcpus IS DISTINCT FROM s.vcpus OR o.memory_gib IS DISTINCT FROM s.memory_gib)"""
     )
     con.execute(
         """CREATE OR REPLACE TEMP TABLE _obs AS
-           SELECT o.offer_id, s.* FROM _stage s
-           JOIN offers o ON o.provider = ? AND o.region = s.region AND o.instance_type = s.instance_type""",
-        [provider],
+           SELECT o.offer_id, r.run_id, r.obs, s.* FROM _stage s JOIN _runs r USING (provider)
+           JOIN offers o ON o.provider = s.provider AND o.region = s.region AND o.instance_type = s.instance_type"""
     )
     con.execute(
         """CREATE OR REPLACE TEMP TABLE _open AS
-           SELECT p.offer_id, p.pricing, p.usd_per_hour, p.valid_from, o.region
-           FROM prices p JOIN offers o USING (offer_id)
-           WHERE o.provider = ? AND p.valid_to IS NULL""",
-        [provider],
+           SELECT p.offer_id, p.pricing, p.usd_per_hour, p.valid_from, o.region, o.provider, r.run_id, r.obs
+           FROM prices p JOIN offers o USING (offer_id) JOIN _runs r ON r.provider = o.provider
+           WHERE p.valid_to IS NULL"""
     )
     # unchanged: confirm (and take the source's newer time: a republished file vouches for the price anew)
     con.execute(
-        """UPDATE prices p SET last_seen = ?, last_run = ?, source_time = b.source_time,
+        """UPDATE prices p SET last_seen = b.obs, last_run = b.run_id, source_time = b.source_time,
                   source_basis = b.source_basis, effective_since = b.effective_since
            FROM _obs b WHERE p.offer_id = b.offer_id AND p.pricing = b.pricing AND p.valid_to IS NULL
-           AND abs(p.usd_per_hour - b.usd_per_hour) < 1e-9""",
-        [obs, run_id],
+           AND abs(p.usd_per_hour - b.usd_per_hour) < 1e-9"""
     )
     # changed since an earlier observation: flag large moves (a same-time correction is not a move)
-    flags = con.execute(
+    flagged = con.execute(
         """INSERT INTO price_flags
-           SELECT ?, b.offer_id, b.pricing, x.usd_per_hour, b.usd_per_hour,
+           SELECT b.run_id, b.offer_id, b.pricing, x.usd_per_hour, b.usd_per_hour,
                   (b.usd_per_hour - x.usd_per_hour) / x.usd_per_hour, 'large_move'
            FROM _obs b JOIN _open x ON x.offer_id = b.offer_id AND x.pricing = b.pricing
-           WHERE abs(b.usd_per_hour - x.usd_per_hour) / x.usd_per_hour > ? AND x.valid_from < ?""",
-        [run_id, FLAG_CHANGE, obs],
-    ).fetchall()[0]
-    changed_row = con.execute(
-        """SELECT count(*) FROM _obs b JOIN _open x ON x.offer_id = b.offer_id AND x.pricing = b.pricing
-           WHERE abs(b.usd_per_hour - x.usd_per_hour) >= 1e-9"""
-    ).fetchall()[0]
-    new_row = con.execute(
-        """SELECT count(*) FROM _obs b WHERE NOT EXISTS
-           (SELECT 1 FROM prices p WHERE p.offer_id = b.offer_id AND p.pricing = b.pricing AND p.valid_to IS NULL)"""
-    ).fetchall()[0]
+           WHERE abs(b.usd_per_hour - x.usd_per_hour) / x.usd_per_hour > ? AND x.valid_from < b.obs
+           RETURNING run_id""",
+        [FLAG_CHANGE],
+    ).fetchall()
+    # changed, or new: no open interval for the offer and pricing kind before this load
+    changed = dict(
+        con.execute(
+            """SELECT b.run_id, count(*) FROM _obs b
+               LEFT JOIN _open x ON x.offer_id = b.offer_id AND x.pricing = b.pricing
+               WHERE x.offer_id IS NULL OR abs(b.usd_per_hour - x.usd_per_hour) >= 1e-9
+               GROUP BY b.run_id"""
+        ).fetchall()
+    )
     # changed: close what was in force since an earlier time ...
     con.execute(
-        """UPDATE prices p SET valid_to = ?
+        """UPDATE prices p SET valid_to = b.obs
            FROM _obs b WHERE p.offer_id = b.offer_id AND p.pricing = b.pricing AND p.valid_to IS NULL
-           AND abs(p.usd_per_hour - b.usd_per_hour) >= 1e-9 AND p.valid_from < ?""",
-        [obs, obs],
+           AND abs(p.usd_per_hour - b.usd_per_hour) >= 1e-9 AND p.valid_from < b.obs"""
     )
     # ... and drop what an earlier load at this very time wrote: it is being corrected, never was in force
     con.execute(
         """DELETE FROM prices p USING _obs b
            WHERE p.offer_id = b.offer_id AND p.pricing = b.pricing AND p.valid_to IS NULL
-           AND abs(p.usd_per_hour - b.usd_per_hour) >= 1e-9 AND p.valid_from = ?""",
-        [obs],
+           AND abs(p.usd_per_hour - b.usd_per_hour) >= 1e-9 AND p.valid_from = b.obs"""
     )
     # no open interval now: reopen the one an earlier load at this time closed, if it had this price ...
     con.execute(
-        """UPDATE prices p SET valid_to = NULL, last_seen = ?, last_run = ?, source = b.source,
+        """UPDATE prices p SET valid_to = NULL, last_seen = b.obs, last_run = b.run_id, source = b.source,
                   source_time = b.source_time, source_basis = b.source_basis, effective_since = b.effective_since
-           FROM _obs b WHERE p.offer_id = b.offer_id AND p.pricing = b.pricing AND p.valid_to = ?
+           FROM _obs b WHERE p.offer_id = b.offer_id AND p.pricing = b.pricing AND p.valid_to = b.obs
            AND abs(p.usd_per_hour - b.usd_per_hour) < 1e-9
            AND NOT EXISTS (SELECT 1 FROM prices q WHERE q.offer_id = b.offer_id AND q.pricing = b.pricing
-                           AND q.valid_to IS NULL)""",
-        [obs, run_id, obs],
+                           AND q.valid_to IS NULL)"""
     )
     # ... else open a new one
     con.execute(
         """INSERT INTO prices (offer_id, pricing, usd_per_hour, valid_from, valid_to, last_seen, first_run, last_run,
                                source, source_time, source_basis, effective_since)
-           SELECT b.offer_id, b.pricing, b.usd_per_hour, ?, NULL, ?, ?, ?, b.source, b.source_time, b.source_basis,
-                  b.effective_since FROM _obs b
+           SELECT b.offer_id, b.pricing, b.usd_per_hour, b.obs, NULL, b.obs, b.run_id, b.run_id, b.source,
+                  b.source_time, b.source_basis, b.effective_since FROM _obs b
            WHERE NOT EXISTS (SELECT 1 FROM prices p WHERE p.offer_id = b.offer_id AND p.pricing = b.pricing
-                             AND p.valid_to IS NULL)""",
-        [obs, obs, run_id, run_id],
+                             AND p.valid_to IS NULL)"""
     )
     # carried (source unchanged): confirm; missing otherwise: close (or drop, if it began at this time)
-    carried = sorted(run.carried)
-    con.execute("CREATE OR REPLACE TEMP TABLE _carried (region VARCHAR, pricing VARCHAR)")
+    carried = sorted((run.provider, region, pricing) for run in runs for region, pricing in run.carried)
+    con.execute("CREATE OR REPLACE TEMP TABLE _carried (provider VARCHAR, region VARCHAR, pricing VARCHAR)")
     _bulk_insert(
         con,
         "INSERT INTO _carried",
-        [("VARCHAR", [region for region, _ in carried]), ("VARCHAR", [pricing for _, pricing in carried])],
+        [
+            ("VARCHAR", [provider for provider, _, _ in carried]),
+            ("VARCHAR", [region for _, region, _ in carried]),
+            ("VARCHAR", [pricing for _, _, pricing in carried]),
+        ],
     )
     con.execute(
-        """UPDATE prices p SET last_seen = ?, last_run = ?
-           FROM _open x JOIN _carried c ON c.region = x.region AND c.pricing = x.pricing
+        """UPDATE prices p SET last_seen = x.obs, last_run = x.run_id
+           FROM _open x JOIN _carried c ON c.provider = x.provider AND c.region = x.region AND c.pricing = x.pricing
            WHERE p.offer_id = x.offer_id AND p.pricing = x.pricing AND p.valid_to IS NULL
-           AND NOT EXISTS (SELECT 1 FROM _obs b WHERE b.offer_id = x.offer_id AND b.pricing = x.pricing)""",
-        [obs, run_id],
+           AND NOT EXISTS (SELECT 1 FROM _obs b WHERE b.offer_id = x.offer_id AND b.pricing = x.pricing)"""
     )
     con.execute(
-        """CREATE OR REPLACE TEMP TABLE _gone AS SELECT x.offer_id, x.pricing, x.valid_from FROM _open x
+        """CREATE OR REPLACE TEMP TABLE _gone AS SELECT x.offer_id, x.pricing, x.valid_from, x.run_id, x.obs
+           FROM _open x
            WHERE NOT EXISTS (SELECT 1 FROM _obs b WHERE b.offer_id = x.offer_id AND b.pricing = x.pricing)
-           AND NOT EXISTS (SELECT 1 FROM _carried c WHERE c.region = x.region AND c.pricing = x.pricing)"""
+           AND NOT EXISTS (SELECT 1 FROM _carried c WHERE c.provider = x.provider AND c.region = x.region
+                           AND c.pricing = x.pricing)"""
     )
-    closed_row = con.execute("SELECT count(*) FROM _gone").fetchall()[0]
+    closed = dict(con.execute("SELECT run_id, count(*) FROM _gone GROUP BY run_id").fetchall())
     con.execute(
-        """UPDATE prices p SET valid_to = ? FROM _gone g
-           WHERE p.offer_id = g.offer_id AND p.pricing = g.pricing AND p.valid_to IS NULL AND g.valid_from < ?""",
-        [obs, obs],
+        """UPDATE prices p SET valid_to = g.obs FROM _gone g
+           WHERE p.offer_id = g.offer_id AND p.pricing = g.pricing AND p.valid_to IS NULL AND g.valid_from < g.obs"""
     )
     con.execute(
         """DELETE FROM prices p USING _gone g
-           WHERE p.offer_id = g.offer_id AND p.pricing = g.pricing AND p.valid_to IS NULL AND g.valid_from = ?""",
-        [obs],
+           WHERE p.offer_id = g.offer_id AND p.pricing = g.pricing AND p.valid_to IS NULL AND g.valid_from = g.obs"""
     )
     # an offer that only an earlier load at this time had seen, and that no longer has any price
     con.execute(
         """CREATE OR REPLACE TEMP TABLE _orphans AS SELECT offer_id FROM offers o
-           WHERE o.provider = ? AND o.first_seen = ?
-           AND NOT EXISTS (SELECT 1 FROM prices p WHERE p.offer_id = o.offer_id)""",
-        [provider, obs],
+           JOIN _runs r ON o.provider = r.provider AND o.first_seen = r.obs
+           WHERE NOT EXISTS (SELECT 1 FROM prices p WHERE p.offer_id = o.offer_id)"""
     )
     for table in ("market_stats", "price_flags", "offers"):
         con.execute(f"DELETE FROM {table} WHERE offer_id IN (SELECT offer_id FROM _orphans)")
     con.execute(
         """INSERT INTO market_stats (run_id, offer_id, pricing, observed_at, offer_count, min_usd, p10_usd,
                                      median_usd, max_usd, listings)
-           SELECT ?, offer_id, pricing, ?, offer_count, min_usd, p10_usd, median_usd, max_usd, listings
-           FROM _obs WHERE offer_count IS NOT NULL""",
-        [run_id, obs],
+           SELECT run_id, offer_id, pricing, obs, offer_count, min_usd, p10_usd, median_usd, max_usd, listings
+           FROM _obs WHERE offer_count IS NOT NULL"""
     )
-    yield_to_scrape(con, provider)  # a scraped price wins over imported history where both cover a time
-    risk = run.spot_risk
+    yield_to_scrape(con, [run.provider for run in runs])  # a scraped price wins over imported history
+    _insert_side_tables(con, loading)
+    flags = Counter(run_id for (run_id,) in flagged)
+    now = datetime.now(UTC)
+    _bulk_insert(
+        con,
+        """INSERT INTO scrape_runs (run_id, provider, mode, started_at, finished_at, observed_at, status, offers,
+           prices_changed, prices_closed, unknown_items, flags, bytes_downloaded, seconds, error, source_urls,
+           parser_version, notes, data_origin, figures_as_of)""",
+        [
+            ("BIGINT", [run_id for _, run_id in loading]),
+            ("VARCHAR", [run.provider for run in runs]),
+            ("VARCHAR", [run.mode for run in runs]),
+            ("TIMESTAMPTZ", [run.started_at for run in runs]),
+            ("TIMESTAMPTZ", [now for _ in runs]),
+            ("TIMESTAMPTZ", [run.observed_at for run in runs]),
+            ("VARCHAR", ["ok" for _ in runs]),
+            ("INTEGER", [len({(r.region, r.instance_type) for r in run.prices}) for run in runs]),
+            ("INTEGER", [int(changed.get(run_id, 0)) for _, run_id in loading]),
+            ("INTEGER", [int(closed.get(run_id, 0)) for _, run_id in loading]),
+            ("INTEGER", [run.unknown_items for run in runs]),
+            ("INTEGER", [flags[run_id] for _, run_id in loading]),
+            ("BIGINT", [run.bytes_downloaded for run in runs]),
+            ("DOUBLE", [float(run.seconds) for run in runs]),
+            ("VARCHAR", [None for _ in runs]),
+            ("VARCHAR[]", [list(run.source_urls) for run in runs]),
+            ("VARCHAR", [run.parser_version for run in runs]),
+            ("VARCHAR", [run.notes for run in runs]),
+            ("VARCHAR", [run.data_origin for run in runs]),
+            ("TIMESTAMPTZ", [run.figures_as_of for run in runs]),
+        ],
+    )
+    con.execute(
+        "DROP TABLE IF EXISTS _stage; DROP TABLE IF EXISTS _obs; DROP TABLE IF EXISTS _open; "
+        "DROP TABLE IF EXISTS _carried; DROP TABLE IF EXISTS _gone; DROP TABLE IF EXISTS _orphans; "
+        "DROP TABLE IF EXISTS _runs"
+    )
+    return {run_id: (int(changed.get(run_id, 0)), int(closed.get(run_id, 0)), flags[run_id]) for _, run_id in loading}
+
+
+def _insert_side_tables(con: duckdb.DuckDBPyConnection, loading: list[tuple[RunRecord, int]]) -> None:
+    """Spot risk, conditional-GET validators, change markers, raw payloads and source counts of every run."""
+    risk = [(s, run_id) for run, run_id in loading for s in run.spot_risk]
     _bulk_insert(
         con,
         "INSERT OR REPLACE INTO spot_risk",
         [
-            ("VARCHAR", [s.provider for s in risk]),
-            ("VARCHAR", [s.region for s in risk]),
-            ("VARCHAR", [s.instance_type for s in risk]),
-            ("DOUBLE", [s.savings_pct for s in risk]),
-            ("INTEGER", [s.bucket for s in risk]),
-            ("VARCHAR", [s.label for s in risk]),
-            ("DOUBLE", [s.interruption_pct_min for s in risk]),
-            ("DOUBLE", [s.interruption_pct_max for s in risk]),
-            ("TIMESTAMPTZ", [s.observed_at for s in risk]),
-            ("BIGINT", [run_id] * len(risk)),
-            ("VARCHAR", [s.source for s in risk]),
+            ("VARCHAR", [s.provider for s, _ in risk]),
+            ("VARCHAR", [s.region for s, _ in risk]),
+            ("VARCHAR", [s.instance_type for s, _ in risk]),
+            ("DOUBLE", [s.savings_pct for s, _ in risk]),
+            ("INTEGER", [s.bucket for s, _ in risk]),
+            ("VARCHAR", [s.label for s, _ in risk]),
+            ("DOUBLE", [s.interruption_pct_min for s, _ in risk]),
+            ("DOUBLE", [s.interruption_pct_max for s, _ in risk]),
+            ("TIMESTAMPTZ", [s.observed_at for s, _ in risk]),
+            ("BIGINT", [run_id for _, run_id in risk]),
+            ("VARCHAR", [s.source for s, _ in risk]),
         ],
     )
-    urls = sorted(run.validators)
+    validators = [(run, url) for run, _ in loading for url in sorted(run.validators)]
     _bulk_insert(
         con,
         "INSERT OR REPLACE INTO http_validators",
         [
-            ("VARCHAR", [provider] * len(urls)),
-            ("VARCHAR", urls),
-            ("VARCHAR", [run.validators[u][0] for u in urls]),
-            ("VARCHAR", [run.validators[u][1] for u in urls]),
-            ("TIMESTAMPTZ", [obs] * len(urls)),
+            ("VARCHAR", [run.provider for run, _ in validators]),
+            ("VARCHAR", [url for _, url in validators]),
+            ("VARCHAR", [run.validators[url][0] for run, url in validators]),
+            ("VARCHAR", [run.validators[url][1] for run, url in validators]),
+            ("TIMESTAMPTZ", [run.observed_at for run, _ in validators]),
         ],
     )
-    keys = sorted(run.state)
+    state = [(run, key) for run, _ in loading for key in sorted(run.state)]
     _bulk_insert(
         con,
         "INSERT OR REPLACE INTO provider_state",
         [
-            ("VARCHAR", [provider] * len(keys)),
-            ("VARCHAR", keys),
-            ("VARCHAR", [run.state[k] for k in keys]),
-            ("TIMESTAMPTZ", [obs] * len(keys)),
+            ("VARCHAR", [run.provider for run, _ in state]),
+            ("VARCHAR", [key for _, key in state]),
+            ("VARCHAR", [run.state[key] for run, key in state]),
+            ("TIMESTAMPTZ", [run.observed_at for run, _ in state]),
         ],
     )
-    _insert_raw(con, run_id, run.raw)
-    _insert_scopes(con, run_id, provider, run.scopes)
-    n_flags = int(flags[0]) if flags else 0
-    changed = (int(changed_row[0]) if changed_row else 0) + (int(new_row[0]) if new_row else 0)
-    closed = int(closed_row[0]) if closed_row else 0
-    offers = len({(r.region, r.instance_type) for r in run.prices})
-    con.execute(
-        """INSERT INTO scrape_runs (run_id, provider, mode, started_at, finished_at, observed_at, status, offers,
-           prices_changed, prices_closed, unknown_items, flags, bytes_downloaded, seconds, error, source_urls,
-           parser_version, notes, data_origin, figures_as_of)
-           VALUES (?,?,?,?,?,?,'ok',?,?,?,?,?,?,?,NULL,?,?,?,?,?)""",
-        [
-            run_id,
-            provider,
-            run.mode,
-            run.started_at,
-            datetime.now(UTC),
-            obs,
-            offers,
-            changed,
-            closed,
-            run.unknown_items,
-            n_flags,
-            run.bytes_downloaded,
-            run.seconds,
-            run.source_urls,
-            run.parser_version,
-            run.notes,
-            run.data_origin,
-            run.figures_as_of,
-        ],
-    )
-    for temp in ("_stage", "_obs", "_open", "_carried", "_gone", "_orphans"):
-        con.execute(f"DROP TABLE IF EXISTS {temp}")
-    return LoadSummary(run_id, "ok", offers, changed, closed, n_flags, run.notes)
+    _insert_raw_many(con, [(run_id, run.raw) for run, run_id in loading])
+    _insert_scopes_many(con, [(run_id, run.provider, run.scopes) for run, run_id in loading])
 
 
 def last_validators(

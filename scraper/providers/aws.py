@@ -22,6 +22,7 @@ import asyncio
 import re
 from collections.abc import Awaitable, Mapping
 from datetime import UTC, datetime
+from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from scraper.base import ParseResult, Provider, RawPayload, regions_from
@@ -64,6 +65,7 @@ def regions_from_env(env: Mapping[str, str]) -> tuple[str, ...]:
     return regions_from(env, REGIONS_VAR, DEFAULT_REGIONS, _REGION_CODE, "us-east-1")
 
 
+@cache  # one URL per region file, asked once per record
 def published_at(url: str) -> datetime | None:
     """The publication time an offer file's version id carries (``.../AmazonEC2/20261119221500/...``), UTC."""
     match = _VERSION.search(url.split("?", 1)[0])

@@ -197,9 +197,11 @@ class AzureProvider(Provider):
         seen = 0
         for _ in range(MAX_PAGES):
             try:
-                items, link = page_of(payload)
+                page = page_of(payload)
             except ParseError:
                 return pages  # the parser reports it with the body kept
+            self.remember_decoded(payload, page)
+            items, link = page
             seen += len(items)
             if link is not None:
                 payload = await http.get(self._on_our_host(link), scope=(region,))
@@ -216,7 +218,8 @@ class AzureProvider(Provider):
         conflicts: set[tuple[str, str, str]] = set()
         rows = 0
         for payload in payloads:
-            items, _ = page_of(payload)
+            kept = self.recall_decoded(payload)
+            items, _ = kept if isinstance(kept, tuple) else page_of(payload)
             require_fields(items, ITEM_FIELDS, self.name, payload.url)
             rows += len(items)
             for item in items:

@@ -43,9 +43,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from bs4 import BeautifulSoup, NavigableString, Tag
-
 from scraper.base import ParseResult, Provider, RawPayload, require_whole_html
+from scraper.soup import BeautifulSoup, NavigableString, Tag
 from warehouse.errors import ParseError
 from warehouse.records import PriceRecord
 

@@ -105,9 +105,11 @@ class GcpProvider(Provider):
             payload = await http.get(self.url, params=params)
             payloads.append(payload)
             try:
-                _, token = skus_of(payload)
+                page = skus_of(payload)
             except ParseError:
                 return payloads  # the parser reports it, with the body kept as evidence
+            self.remember_decoded(payload, page)
+            token = page[1]
             if token is None:
                 return payloads
             if token in seen:
@@ -120,7 +122,8 @@ class GcpProvider(Provider):
         skus: list[Any] = []
         page_of: dict[str, RawPayload] = {}
         for payload in payloads:
-            page, _ = skus_of(payload)
+            kept = self.recall_decoded(payload)
+            page, _ = kept if isinstance(kept, tuple) else skus_of(payload)
             require_fields(page, SKU_FIELDS, self.name, payload.url)
             for sku in page:
                 if isinstance(sku, dict) and isinstance(sku.get("skuId"), str):

@@ -25,9 +25,8 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bs4 import BeautifulSoup, Tag
-
 from scraper.base import ParseResult, Provider, RawPayload, require_whole_html
+from scraper.soup import BeautifulSoup, Tag
 from warehouse.errors import ParseError
 from warehouse.records import PriceRecord
 

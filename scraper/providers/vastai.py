@@ -46,6 +46,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from scraper.base import ParseResult, Provider, RawPayload, require_fields
@@ -78,6 +79,7 @@ OFFER_FIELDS: tuple[tuple[str, ...], ...] = (
 )
 
 
+@cache  # thousands of listings, a few dozen GPU names
 def _norm(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
@@ -290,6 +292,7 @@ class VastProvider(Provider):
                 continue
             if len(offers) < LIMIT:
                 payloads.append(first)
+                self.remember_decoded(first, offers)
                 continue
             seen = {o["gpu_name"] for o in offers if isinstance(o, dict) and isinstance(o.get("gpu_name"), str)}
             for gpu_name in sorted(seen | set(GPU_NAMES)):
@@ -309,7 +312,8 @@ class VastProvider(Provider):
             if payload.not_modified:
                 continue
             pricing = _pricing_of(payload)
-            offers = offers_of(payload)
+            kept = self.recall_decoded(payload)
+            offers = kept if isinstance(kept, list) else offers_of(payload)
             price_field = ("dph_total",) if pricing == "on_demand" else ("min_bid",)
             require_fields(offers, (*OFFER_FIELDS, price_field), self.name, f"{payload.url} ({pricing})")
             for offer in offers:

@@ -278,32 +278,41 @@ def test_sql_csv_renders_every_duckdb_type(warehouse):
 
 
 def test_a_duckdb_error_in_one_load_fails_that_provider_only(tmp_path, db_path, monkeypatch):
+    """The error strikes while staging coreweave's rows: in the batch of all three (rolled back whole),
+    then again when coreweave loads alone; aws and lambda load alone after the batch failed."""
     from warehouse import load
 
-    real = load.load_run
+    real = load._stage
+    staged = []
 
-    def flaky(con, run):
-        if run.provider == "coreweave":
+    def flaky(con, runs):
+        staged.append([run.provider for run in runs])
+        if any(run.provider == "coreweave" for run in runs):
             raise duckdb.ConstraintException("Constraint Error: Duplicate key in index")
-        return real(con, run)
+        return real(con, runs)
 
-    monkeypatch.setattr(load, "load_run", flaky)
+    monkeypatch.setattr(load, "_stage", flaky)
     outcomes = {o.provider: o for o in refresh(db_path, ["aws", "coreweave", "lambda"], replay=FIXTURES)}
     assert {p: o.status for p, o in outcomes.items()} == {"aws": "ok", "coreweave": "failed", "lambda": "ok"}
     assert outcomes["coreweave"].error == (
         "coreweave: not loaded: warehouse error: Constraint Error: Duplicate key in index"
     )
+    assert staged == [["aws", "coreweave", "lambda"], ["aws"], ["coreweave"], ["lambda"]]
 
 
 def test_ctrl_c_in_a_load_is_not_taken_for_a_provider_failure(db_path, monkeypatch):
     from warehouse import load
 
-    def interrupted(con, run):
+    def interrupted(con, runs):
         raise RuntimeError("Query interrupted")  # what DuckDB raises when SIGINT arrives mid-query
 
-    monkeypatch.setattr(load, "load_run", interrupted)
+    monkeypatch.setattr(load, "_stage", interrupted)
     with pytest.raises(KeyboardInterrupt):
         refresh(db_path, ["lambda", "coreweave"], replay=FIXTURES)
+    monkeypatch.undo()
+    con = open_warehouse(db_path, read_only=True)
+    assert con.execute("SELECT count(*) FROM scrape_runs").fetchone() == (0,)  # no provider taken for failed
+    con.close()
 
 
 # --- a host that is not on UTC ------------------------------------------------------------------------
