@@ -11,8 +11,9 @@ columns on a pipe or in a file (never 200: a log line should read like the scree
 
 Numbers are formatted per column, so one column never mixes ``0.57`` and ``1.090``: counts are integers,
 prices (``money``) carry 2 to 4 decimals, other figures as many decimals (at most 4) as the column's
-values need. An empty result says ``none``. Heavy modules (rich) are imported inside the functions that
-print a table, so ``costopt --help`` stays fast.
+values need. An empty result says ``none``. Tables are drawn here, as plain text (a header, a rule, aligned
+columns, footer lines): rich's import alone was ~30 ms of every read command, and a table this simple
+needs none of it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -394,13 +395,6 @@ def print_table(
     ``caption`` lines go under the table, left-aligned; a note on hidden columns is added when the
     table had to drop some. No rows: the title and ``none``.
     """
-    import textwrap
-
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
     stream = out or sys.stdout
     spec = [_settle(c, [row[i] for row in rows]) for i, c in enumerate(columns_of(columns))]
     if not wide:
@@ -409,49 +403,127 @@ def print_table(
         rows = [[row[i] for i in keep] for row in rows]
     width = table_width(stream)
     lines = [caption] if isinstance(caption, str) else list(caption or [])
-    console_width = width
+    bold = _bold(stream)
+    text: list[str] = []
     if not rows:
-        console = Console(file=stream, width=width, highlight=False, soft_wrap=False)
-        console.print(Text(f"{title}: {empty}" if title else empty))
+        text += _wrap(f"{title}: {empty}" if title else empty, width)
         for line in lines:
-            console.print(Text(line))
+            text += _wrap(line, width)
+        stream.write("".join(f"{line}\n" for line in text))
         return
     plan = layout(rows, spec, None if wide else width)
-    if wide:
-        console_width = max(width, sum(plan.widths) + GAP * (len(plan.widths) - 1))
-    table = Table(
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-        collapse_padding=True,
-        header_style="bold",
-    )
-    for i, w in zip(plan.shown, plan.widths, strict=True):
-        column = spec[i]
-        header = column.title if len(column.title) <= w else textwrap.fill(column.title, width=w)
-        table.add_column(
-            Text(header),
-            width=w,
-            no_wrap=column.kind != "text",
-            overflow="fold" if column.kind == "text" else "ellipsis",
-            justify="right" if column.kind in RIGHT else "left",
-        )
+    widths = plan.widths
+    if plan.cut:  # nothing left to hide: columns give up room in proportion to their width, values end with ...
+        widths = _reduce(widths, sum(widths) + GAP * (len(widths) - 1) - width)
+    page = max(width, sum(widths) + GAP * (len(widths) - 1)) if wide else width
+    if title:  # above the table, at the page's width (a title is not squeezed to a narrow table's)
+        text += [bold(line) for line in _wrap(title, page)]
+    shown = [spec[i] for i in plan.shown]
+    header = [_header_cell(column, w) for column, w in zip(shown, widths, strict=True)]
+    text += [bold(line) for line in _join(header, shown, widths, valign_bottom=True)]
+    text.append("\u2500" * (sum(widths) + GAP * (len(widths) - 1)))
     for row in rows:
-        table.add_row(*(Text(row[i]) for i in plan.shown))
+        cells = [_cell(row[i], column, w) for i, column, w in zip(plan.shown, shown, widths, strict=True)]
+        text += _join(cells, shown, widths, valign_bottom=False)
     if plan.hidden:
         lines.append(f"hidden to fit {width} columns: {', '.join(plan.hidden)} (--wide shows every column)")
     elif plan.cut:
         lines.append(f"values cut with ... to fit {width} columns: --wide or --format csv shows them whole")
-    terminal = _isatty(stream)
-    captured = io.StringIO()  # a pipe or a file gets no trailing blanks
-    console = Console(file=stream if terminal else captured, width=console_width, highlight=False, soft_wrap=False)
-    if title:  # above the table, at the terminal's width (a title is not squeezed to a narrow table's)
-        console.print(Text(title, style="bold"))
-    console.print(table)
     for line in lines:
-        console.print(Text(line))
-    if not terminal:
-        stream.write("\n".join(line.rstrip() for line in captured.getvalue().splitlines()) + "\n")
+        text += _wrap(line, page)
+    stream.write("".join(f"{line}\n" for line in text))
+
+
+# --- the plain-text table: no rich on the read paths (its import was ~30 ms of every command) ----------
+
+ELLIPSIS = "\u2026"
+
+
+def _bold(stream: Any) -> Callable[[str], str]:
+    """Bold titles and headers on a terminal that takes colour (not with ``NO_COLOR`` or ``TERM=dumb``)."""
+    if _isatty(stream) and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb":
+        return lambda line: f"\x1b[1m{line}\x1b[0m" if line.strip() else line
+    return lambda line: line
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """A line of prose wrapped between words at ``width``; a word longer than a whole line starts a line of
+    its own and is folded (a URL is not split after a few characters at the end of a line)."""
+    width = max(1, width)
+    out: list[str] = []
+    for paragraph in text.split("\n"):
+        line = ""
+        for word in paragraph.split():
+            joined = f"{line} {word}" if line else word
+            if len(joined) <= width:
+                line = joined
+                continue
+            if line:
+                out.append(line)
+            while len(word) > width:
+                out.append(word[:width])
+                word = word[width:]
+            line = word
+        out.append(line)
+    return out
+
+
+def _reduce(widths: list[int], excess: int) -> list[int]:
+    """Take ``excess`` characters off the columns in proportion to their widths (each keeps at least one):
+    a long name gives up more than a short number."""
+    widths = list(widths)
+    while excess > 0 and any(w > 1 for w in widths):
+        spare = sum(w - 1 for w in widths)
+        cuts = [min(w - 1, excess * (w - 1) // spare) for w in widths]
+        if not any(cuts):  # the remainder: one each from the widest
+            cuts = [0] * len(widths)
+            widest = max(range(len(widths)), key=lambda k: widths[k])
+            cuts[widest] = 1
+        widths = [w - c for w, c in zip(widths, cuts, strict=True)]
+        excess -= sum(cuts)
+    return widths
+
+
+def _header_cell(column: Column, width: int) -> list[str]:
+    """A header on one line, or wrapped between its words when its column is narrower than it."""
+    title = column.title
+    if len(title) <= width:
+        return [title]
+    import textwrap
+
+    lines = textwrap.wrap(title, width=max(1, width), break_long_words=False, break_on_hyphens=False)
+    return [_fit(line, width) for line in lines or [""]]
+
+
+def _cell(value: str, column: Column, width: int) -> list[str]:
+    """A value's lines: text wraps between words; a name or a figure is whole, or cut with an ellipsis when
+    even hiding every droppable column left no room for it."""
+    if column.kind == "text":
+        return _wrap(value, width) if len(value) > width or "\n" in value else [value]
+    return [_fit(value.replace("\n", " "), width)]
+
+
+def _fit(value: str, width: int) -> str:
+    """``value`` whole when it fits, else cut to ``width`` ending with an ellipsis."""
+    if len(value) <= width:
+        return value
+    return value[: width - 1] + ELLIPSIS if width > 1 else ELLIPSIS
+
+
+def _join(cells: list[list[str]], columns: list[Column], widths: list[int], *, valign_bottom: bool) -> list[str]:
+    """One table row of (possibly several-line) cells as text lines: figures right-aligned, the rest left;
+    a header's lines sit at the bottom of its row, a body cell's at the top."""
+    height = max(len(c) for c in cells)
+    gap = " " * GAP
+    out = []
+    for n in range(height):
+        parts = []
+        for cell, column, width in zip(cells, columns, widths, strict=True):
+            k = n - (height - len(cell)) if valign_bottom else n
+            piece = cell[k] if 0 <= k < len(cell) else ""
+            parts.append(piece.rjust(width) if column.kind in RIGHT else piece.ljust(width))
+        out.append(gap.join(parts).rstrip())
+    return out
 
 
 def emit(
