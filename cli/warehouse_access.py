@@ -163,13 +163,14 @@ def open_for_reading(db: Path | None, *, need_prices: bool = True) -> Readable:
         if explicit:
             raise _missing(path)
         open_warehouse(path, on_wait=note).close()  # create and migrate the default warehouse
+    # core: plain SQL needs only DuckDB's compiled engine, not its Python package (warehouse/db.py)
     try:
-        con = open_warehouse(path, read_only=True, on_wait=note)
+        con = open_warehouse(path, read_only=True, on_wait=note, core=True)
     except WarehouseError as exc:
         if "needs migrating" not in str(exc):
             raise
         open_warehouse(path, on_wait=note).close()
-        con = open_warehouse(path, read_only=True, on_wait=note)
+        con = open_warehouse(path, read_only=True, on_wait=note, core=True)
     if need_prices and not has_prices(con):
         con.close()
         if explicit:
@@ -177,5 +178,5 @@ def open_for_reading(db: Path | None, *, need_prices: bool = True) -> Readable:
                 f"the warehouse at {path} holds no prices yet", hint=f"run `costopt refresh --db {path}`"
             )
         load_snapshot(path)
-        con = open_warehouse(path, read_only=True, on_wait=note)
+        con = open_warehouse(path, read_only=True, on_wait=note, core=True)
     return Readable(con, path, prices_note(con))
