@@ -299,15 +299,11 @@ class _Option:
     pareto: bool
     slow: bool
 
-    def __init__(self, base: dict[str, Any], instances: int) -> None:
+    def __init__(self, base: dict[str, Any], ident: tuple[Any, ...], instances: int) -> None:
+        """``ident``: the offer's provider, instance type, region, pricing, GPU, GPUs per instance and data origin."""
         self.base = base
-        self.provider = base["provider"]
-        self.instance_type = base["instance_type"]
-        self.region = base["region"]
-        self.pricing = base["pricing"]
-        self.gpu = base["gpu"]
-        self.gpus_per_instance = base["gpus_per_instance"]
-        self.data_origin = base["data_origin"]
+        (self.provider, self.instance_type, self.region, self.pricing, self.gpu, self.gpus_per_instance,
+         self.data_origin) = ident  # fmt: skip
         self.instances = instances
         self.regions = [self.region]
         self.pareto = self.slow = False
@@ -355,6 +351,9 @@ class _Builder:
     cache: dict[tuple[str, int, int, str], Estimate] = field(default_factory=dict)
     spot_counts: dict[tuple[str, str, str], set[int]] = field(default_factory=dict)
     overheads: dict[tuple[float, int], tuple[float, float]] = field(default_factory=dict)
+    profiles: dict[tuple[Any, ...], list[tuple[int, tuple[float, float, float, float, float, float] | None]]] = field(
+        default_factory=dict
+    )  # (GPU, per instance, fabric, interruptible, hazard, counts) -> each count's times, mfu and overhead
 
     def __post_init__(self) -> None:
         self.states = state_bytes(self.job.model, self.job.method)
@@ -468,29 +467,53 @@ class _Builder:
             "hazard_source": hazard_source,
             "fabric": fabric,
         }
+        # the times of each count: the same for every offer of this GPU shape, pricing kind and hazard
+        key = (gpu.name, per_instance, fabric, interruptible, hazard, tuple(counts))
+        profile = self.profiles.get(key)
+        if profile is None:
+            profile = []
+            for n in counts:
+                est = self.estimate(gpu, per_instance, n, fabric)
+                over, first = overhead(n)
+                if not math.isfinite(over):
+                    profile.append((n, None))
+                    continue
+                factor = 1 + over
+                hours = est.wall_hours
+                mfu = est.mfu.expected
+                profile.append(
+                    (n, (hours.low * factor, hours.expected * factor, hours.high * factor, mfu, over, first))
+                )
+            self.profiles[key] = profile
+        ident = (base["provider"], base["instance_type"], base["region"], base["pricing"], gpu.name, per_instance,
+                 base["data_origin"])  # fmt: skip
+        listed_price = None if market is not None else float(offer["usd_per_hour"])
         out = []
-        for n in counts:
-            est = self.estimate(gpu, per_instance, n, fabric)
-            over, first = overhead(n)
-            if not math.isfinite(over):
+        for n, timed in profile:
+            if timed is None:
                 self.drop(offer, f"x{n}: interruptions (every {1 / (hazard * n) * 60:.0f} min) outpace progress")
                 continue
-            listed = market.price_per_instance(n) if market is not None else offer["usd_per_hour"]
-            assert listed is not None  # n <= market.count
-            per_hour = float(listed)
-            factor = 1 + over
-            hours = est.wall_hours
-            fast, expected, slow = hours.low * factor, hours.expected * factor, hours.high * factor
+            fast, expected, slow, mfu, over, first = timed
+            if market is None:
+                per_hour = listed_price
+                o = _Option(base, ident, n)
+                o.market_basis = o.market_rule = None
+                o.countries = []
+            else:
+                listed = market.price_per_instance(n)
+                assert listed is not None  # n <= market.count
+                per_hour = float(listed)
+                o = _Option(base, ident, n)
+                o.market_basis = market.basis(n)
+                o.market_rule = market.rule(n)
+                o.countries = list(market.countries)
+            assert per_hour is not None
             price = per_hour * n
-            o = _Option(base, n)
             o.usd_per_instance_hour = per_hour
             o.usd_per_gpu_hour = per_hour / per_instance
-            o.market_basis = market.basis(n) if market is not None else None
-            o.market_rule = market.rule(n) if market is not None else None
-            o.countries = list(market.countries) if market is not None else []
             o.wall_low, o.wall_expected, o.wall_high = fast, expected, slow
             o.cost_low, o.cost_expected, o.cost_high = fast * price, expected * price, slow * price
-            o.mfu_expected = est.mfu.expected
+            o.mfu_expected = mfu
             o.spot_overhead = over
             o.spot_overhead_first_order = first
             out.append(o)
