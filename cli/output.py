@@ -18,22 +18,41 @@ needs none of it.
 
 from __future__ import annotations
 
-import csv
 import io
-import json
 import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
-from decimal import Decimal
 from enum import StrEnum
 from typing import Any
-from uuid import UUID
 
 PIPE_WIDTH = 100  # a table written to a pipe or a file, when $COLUMNS does not say otherwise
 GAP = 2  # spaces between two columns
+
+
+# json, csv, decimal and uuid are imported where they are used (every command imports this module). A value can
+# only be a Decimal or a UUID if its module was imported (DuckDB imports it to make one), so the checks look there.
+def _decimal(value: Any) -> bool:
+    module = sys.modules.get("decimal")
+    return module is not None and isinstance(value, module.Decimal)
+
+
+def _uuid(value: Any) -> bool:
+    module = sys.modules.get("uuid")
+    return module is not None and isinstance(value, module.UUID)
+
+
+def _number(value: Any) -> bool:
+    """An int, float or Decimal, not a bool."""
+    return (isinstance(value, int | float) and not isinstance(value, bool)) or _decimal(value)
+
+
+def _dumps(value: Any, **options: Any) -> str:
+    import json
+
+    return json.dumps(value, **options)
 
 
 class Format(StrEnum):
@@ -110,18 +129,18 @@ def _plain(value: Any) -> Any:
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if isinstance(value, Decimal):
+    if _decimal(value):
         if not value.is_finite():
             return None
         number = float(value)
-        return number if Decimal(repr(number)) == value else str(value)
+        return number if type(value)(repr(number)) == value else str(value)
     if isinstance(value, datetime | date | time):
         return value.isoformat()
     if isinstance(value, timedelta):
         return iso_duration(value)
     if isinstance(value, bytes | bytearray | memoryview):
         return blob_text(value)
-    if isinstance(value, UUID):
+    if _uuid(value):
         return str(value)
     if isinstance(value, Mapping):
         return {str(_plain(k)): _plain(v) for k, v in value.items()}
@@ -133,7 +152,7 @@ def _plain(value: Any) -> Any:
 def _csv_field(value: Any) -> Any:
     plain = _plain(value)
     if isinstance(plain, list | dict):
-        return json.dumps(plain)
+        return _dumps(plain)
     if isinstance(plain, bool):
         return "true" if plain else "false"
     return plain
@@ -141,7 +160,7 @@ def _csv_field(value: Any) -> Any:
 
 def to_json(data: Any) -> str:
     """JSON of data as it is (``sql``, ``prices``, ``history``: the warehouse's values, never rounded)."""
-    return json.dumps(_plain(data), indent=2, sort_keys=False, allow_nan=False)
+    return _dumps(_plain(data), indent=2, sort_keys=False, allow_nan=False)
 
 
 # --- the JSON rounding contract of computed answers (plan, estimate, breakeven) ----------------------
@@ -215,7 +234,7 @@ def _decimals_needed(value: float, most: int) -> int:
 
 def number_format(values: Iterable[Any], kind: str) -> Any:
     """A formatter for one column's values, so the whole column shares one number of decimals."""
-    floats = [float(v) for v in values if isinstance(v, int | float | Decimal) and not isinstance(v, bool)]
+    floats = [float(v) for v in values if _number(v)]
     floats = [v for v in floats if math.isfinite(v)]
     low, high = (2, 4) if kind == "money" else (0, 4)
     decimals = max([low, *(_decimals_needed(v, high) for v in floats)]) if floats else low
@@ -243,7 +262,7 @@ def _kind_of(values: Sequence[Any]) -> str:
     present = [v for v in values if v is not None]
     if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
         return "int"
-    if present and all(isinstance(v, int | float | Decimal) and not isinstance(v, bool) for v in present):
+    if present and all(_number(v) for v in present):
         return "number"
     if any(isinstance(v, str) and " " in v.strip() for v in present) or any(
         isinstance(v, list | tuple | dict) for v in present
@@ -259,9 +278,11 @@ def _text(value: Any) -> str:
         return value.strftime("%Y-%m-%d %H:%M")
     if isinstance(value, bool):
         return str(value).lower()
-    if isinstance(value, bytes | bytearray | memoryview | timedelta | list | tuple | dict | Decimal | float | UUID):
+    if isinstance(value, bytes | bytearray | memoryview | timedelta | list | tuple | dict | float) or (
+        _decimal(value) or _uuid(value)
+    ):
         plain = _plain(value)
-        return plain if isinstance(plain, str) else json.dumps(plain)
+        return plain if isinstance(plain, str) else _dumps(plain)
     return str(value)
 
 
@@ -272,11 +293,7 @@ def format_cells(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column]) -
     for column in columns:
         values = [r.get(column.key) for r in rows]
         kind = _kind_of(values) if column.kind == "auto" else column.kind
-        if (
-            kind == "number"
-            and values
-            and not all(v is None or (isinstance(v, int | float | Decimal) and not isinstance(v, bool)) for v in values)
-        ):
+        if kind == "number" and values and not all(v is None or _number(v) for v in values):
             kind = "name"
         resolved.append(Column(column.key, column.header, kind, column.drop, column.wide))
         formatters.append(number_format(values, kind) if kind in ("int", "count", "number", "money") else _text)
@@ -553,6 +570,8 @@ def emit(
         out.write(to_json([{c.key: _plain(r.get(c.key)) for c in spec} for r in rows]) + "\n")
     elif fmt is Format.csv:
         buffer = io.StringIO()
+        import csv
+
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow([c.key for c in spec])
         writer.writerows([[_csv_field(r.get(c.key)) for c in spec] for r in rows])

@@ -132,8 +132,10 @@ def ensure_history(path: Path) -> int:
 
 
 def prices_note(con: duckdb.DuckDBPyConnection) -> str:
-    rows = con.execute(
-        """SELECT mode, min(observed_at), max(observed_at), count(DISTINCT provider)
+    from warehouse.queries import utc_datetime
+
+    rows = con.execute(  # times as epoch microseconds: no pytz on a read path (warehouse.queries.utc_datetime)
+        """SELECT mode, epoch_us(min(observed_at)), epoch_us(max(observed_at)), count(DISTINCT provider)
            FROM scrape_runs r WHERE status = 'ok' AND run_id IN
              (SELECT max(run_id) FROM scrape_runs WHERE status = 'ok' AND mode <> 'import' GROUP BY provider)
            GROUP BY mode ORDER BY mode"""
@@ -141,7 +143,9 @@ def prices_note(con: duckdb.DuckDBPyConnection) -> str:
     if not rows:
         return "no prices loaded"
     parts = []
-    for mode, first, last, providers in rows:
+    for mode, first_us, last_us, providers in rows:
+        first, last = utc_datetime(first_us), utc_datetime(last_us)
+        assert first is not None and last is not None  # min/max over at least one run
         kind = {"snapshot": "bundled snapshot", "replay": "replayed recordings", "live": "live"}.get(mode, mode)
         when = last.strftime("%Y-%m-%d %H:%M UTC")
         if first.date() != last.date():
