@@ -430,8 +430,8 @@ def print_table(
         return
     plan = layout(rows, spec, None if wide else width)
     widths = plan.widths
-    if plan.cut:  # nothing left to hide: columns give up room in proportion to their width, values end with ...
-        widths = _reduce(widths, sum(widths) + GAP * (len(widths) - 1) - width)
+    if plan.cut:  # nothing left to hide: names give up room before figures, values end with ...
+        widths = _reduce(widths, sum(widths) + GAP * (len(widths) - 1) - width, [spec[i] for i in plan.shown])
     page = max(width, sum(widths) + GAP * (len(widths) - 1)) if wide else width
     if title:  # above the table, at the page's width (a title is not squeezed to a narrow table's)
         text += [bold(line) for line in _wrap(title, page)]
@@ -485,19 +485,19 @@ def _wrap(text: str, width: int) -> list[str]:
     return out
 
 
-def _reduce(widths: list[int], excess: int) -> list[int]:
-    """Take ``excess`` characters off the columns in proportion to their widths (each keeps at least one):
-    a long name gives up more than a short number."""
+def _reduce(widths: list[int], excess: int, columns: Sequence[Column]) -> list[int]:
+    """Take ``excess`` characters off the columns (each keeps at least one): names and text first, in proportion
+    to their widths (a long name gives up more than a short one), figures only when that is not enough."""
     widths = list(widths)
-    while excess > 0 and any(w > 1 for w in widths):
-        spare = sum(w - 1 for w in widths)
-        cuts = [min(w - 1, excess * (w - 1) // spare) for w in widths]
-        if not any(cuts):  # the remainder: one each from the widest
-            cuts = [0] * len(widths)
-            widest = max(range(len(widths)), key=lambda k: widths[k])
-            cuts[widest] = 1
-        widths = [w - c for w, c in zip(widths, cuts, strict=True)]
-        excess -= sum(cuts)
+    for kinds in ({"name", "text", "auto"}, None):
+        pool = [k for k, c in enumerate(columns) if kinds is None or c.kind in kinds]
+        while excess > 0 and (spare := sum(widths[k] - 1 for k in pool)) > 0:
+            cuts = {k: min(widths[k] - 1, excess * (widths[k] - 1) // spare) for k in pool}
+            if not any(cuts.values()):  # the remainder: one from the widest
+                cuts = {max(pool, key=lambda k: widths[k]): 1}
+            for k, cut in cuts.items():
+                widths[k] -= cut
+                excess -= cut
     return widths
 
 
