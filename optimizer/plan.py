@@ -262,8 +262,10 @@ class _Option:
         "slow",
         "spot_overhead",
         "spot_overhead_first_order",
+        "twin",
         "usd_per_gpu_hour",
         "usd_per_instance_hour",
+        "view_key",
         "wall_expected",
         "wall_high",
         "wall_low",
@@ -298,12 +300,16 @@ class _Option:
     savings_basis: str | None
     pareto: bool
     slow: bool
+    twin: tuple[str, str, str]  # (provider, region, instance type): its on-demand twin's key
+    view_key: tuple[str, str, str, tuple[str, ...]]  # (provider, instance type, pricing, regions): default_view's
 
-    def __init__(self, base: dict[str, Any], ident: tuple[Any, ...], instances: int) -> None:
-        """``ident``: the offer's provider, instance type, region, pricing, GPU, GPUs per instance and data origin."""
+    def __init__(self, base: dict[str, Any], ident: tuple[Any, ...], keys: tuple[Any, Any], instances: int) -> None:
+        """``ident``: the offer's provider, instance type, region, pricing, GPU, GPUs per instance and data origin;
+        ``keys``: its ``twin`` and ``view_key`` (tuples made once per offer, shared by its counts)."""
         self.base = base
         (self.provider, self.instance_type, self.region, self.pricing, self.gpu, self.gpus_per_instance,
          self.data_origin) = ident  # fmt: skip
+        self.twin, self.view_key = keys
         self.instances = instances
         self.regions = [self.region]
         self.pareto = self.slow = False
@@ -487,6 +493,7 @@ class _Builder:
             self.profiles[key] = profile
         ident = (base["provider"], base["instance_type"], base["region"], base["pricing"], gpu.name, per_instance,
                  base["data_origin"])  # fmt: skip
+        keys = ((ident[0], ident[2], ident[1]), (ident[0], ident[1], ident[3], (ident[2],)))
         listed_price = None if market is not None else float(offer["usd_per_hour"])
         out = []
         for n, timed in profile:
@@ -496,14 +503,14 @@ class _Builder:
             fast, expected, slow, mfu, over, first = timed
             if market is None:
                 per_hour = listed_price
-                o = _Option(base, ident, n)
+                o = _Option(base, ident, keys, n)
                 o.market_basis = o.market_rule = None
                 o.countries = []
             else:
                 listed = market.price_per_instance(n)
                 assert listed is not None  # n <= market.count
                 per_hour = float(listed)
-                o = _Option(base, ident, n)
+                o = _Option(base, ident, keys, n)
                 o.market_basis = market.basis(n)
                 o.market_rule = market.rule(n)
                 o.countries = list(market.countries)
@@ -565,24 +572,32 @@ def _compare_with_on_demand(rows: list[_Option]) -> list[_Option]:
     Sets ``on_demand_cost_usd`` (a row's own cost for on-demand), ``savings_usd``, ``added_hours`` and
     ``savings_basis`` on every option, in place.
     """
-    same: dict[tuple[str, str, str, int], tuple[float, float]] = {}
-    cheapest: dict[tuple[str, int], tuple[float, float]] = {}
+    # nested by the keys each option already holds (no key tuple made per option): twin -> count, GPU -> GPUs
+    same: dict[tuple[str, str, str], dict[int, tuple[float, float]]] = {}
+    cheapest: dict[str, dict[int, tuple[float, float]]] = {}
     for r in rows:
         if r.pricing != "on_demand":
             continue
         cost, wall = r.cost_expected, r.wall_expected
-        same.setdefault((r.provider, r.region, r.instance_type, r.instances), (cost, wall))
-        key = (r.gpu, r.gpus_per_instance * r.instances)
-        known = cheapest.get(key)
+        by_count = same.get(r.twin)
+        if by_count is None:
+            by_count = same[r.twin] = {}
+        by_count.setdefault(r.instances, (cost, wall))
+        by_gpus = cheapest.get(r.gpu)
+        if by_gpus is None:
+            by_gpus = cheapest[r.gpu] = {}
+        total = r.gpus_per_instance * r.instances
+        known = by_gpus.get(total)
         if known is None or cost < known[0]:  # the first of equally cheap ones, as a stable sort would give
-            cheapest[key] = (cost, wall)
+            by_gpus[total] = (cost, wall)
+    nothing: dict[int, tuple[float, float]] = {}
     for r in rows:
         if r.pricing not in INTERRUPTIBLE:
             r.on_demand_cost_usd = r.cost_expected
             r.savings_usd = r.added_hours = r.savings_basis = None
             continue
-        twin = same.get((r.provider, r.region, r.instance_type, r.instances))
-        any_ = cheapest.get((r.gpu, r.gpus_per_instance * r.instances))
+        twin = same.get(r.twin, nothing).get(r.instances)
+        any_ = cheapest.get(r.gpu, nothing).get(r.gpus_per_instance * r.instances)
         basis = twin if twin is not None else any_
         if basis is None:
             r.on_demand_cost_usd = r.savings_usd = r.added_hours = r.savings_basis = None
@@ -623,7 +638,9 @@ def _collapse_regions(rows: list[_Option], shared: set[tuple[str, str, str]]) ->
     for place, members in groups.values():
         if len(members) > 1:
             members.sort(key=_REGION)
-            members[0].regions = list(dict.fromkeys(m.region for m in members))
+            kept = members[0]
+            kept.regions = list(dict.fromkeys(m.region for m in members))
+            kept.view_key = (kept.provider, kept.instance_type, kept.pricing, tuple(kept.regions))
         out[place] = members[0]
     return [r for r in out if r is not None]
 
@@ -643,14 +660,13 @@ def _mark_pareto(rows: list[_Option]) -> None:
 def _default_view(rows: list[_Option]) -> list[_Option]:
     """``default_view`` on options before they become rows."""
     cheapest: dict[tuple[str, str, str, tuple[str, ...]], float] = {}
-    keys = []
     for r in rows:
-        key = (r.provider, r.instance_type, r.pricing, tuple(r.regions))
-        keys.append(key)
+        key = r.view_key
         cost = r.cost_expected
-        if key not in cheapest or cost < cheapest[key]:
+        known = cheapest.get(key)
+        if known is None or cost < known:
             cheapest[key] = cost
-    return [r for r, key in zip(rows, keys, strict=True) if r.pareto or r.cost_expected == cheapest[key]]
+    return [r for r in rows if r.pareto or r.cost_expected == cheapest[r.view_key]]
 
 
 def default_view(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
