@@ -355,6 +355,8 @@ class _Builder:
     mfu_override: float | None
     dropped: list[dict[str, Any]]
     cache: dict[tuple[str, int, int, str], Estimate] = field(default_factory=dict)
+    specs: dict[str, GpuSpec | None] = field(default_factory=dict)  # the catalog's answer per GPU name
+    count_lists: dict[tuple[int, int, tuple[int, ...]], list[int]] = field(default_factory=dict)
     spot_counts: dict[tuple[str, str, str], set[int]] = field(default_factory=dict)
     overheads: dict[tuple[float, int], tuple[float, float]] = field(default_factory=dict)
     profiles: dict[tuple[Any, ...], list[tuple[int, tuple[float, float, float, float, float, float] | None]]] = field(
@@ -386,7 +388,11 @@ class _Builder:
         return []
 
     def options(self, offer: dict[str, Any]) -> list[_Option]:
-        gpu = self.gpus.get(offer["gpu"])
+        name = offer["gpu"]
+        if name in self.specs:
+            gpu = self.specs[name]
+        else:
+            gpu = self.specs[name] = self.gpus.get(name)
         per_instance = offer["gpu_count"]
         if gpu is None:
             return self.drop(offer, f"unknown GPU {offer['gpu']}")
@@ -450,7 +456,10 @@ class _Builder:
         if self.constraints.deadline_hours is not None:
             meet = smallest_meeting(low, high, hours_at, self.constraints.deadline_hours)
             extra += (meet,) if meet is not None else ()
-        counts = instance_counts(low, high, extra)
+        wanted = (low, high, tuple(sorted(set(extra))))
+        counts = self.count_lists.get(wanted)
+        if counts is None:
+            counts = self.count_lists[wanted] = instance_counts(low, high, extra)
         if interruptible:
             self.spot_counts.setdefault(twin, set()).update(counts)
         age = _float(offer.get("age_hours"))
