@@ -11,28 +11,48 @@ columns on a pipe or in a file (never 200: a log line should read like the scree
 
 Numbers are formatted per column, so one column never mixes ``0.57`` and ``1.090``: counts are integers,
 prices (``money``) carry 2 to 4 decimals, other figures as many decimals (at most 4) as the column's
-values need. An empty result says ``none``. Heavy modules (rich) are imported inside the functions that
-print a table, so ``costopt --help`` stays fast.
+values need. An empty result says ``none``. Tables are drawn here, as plain text (a header, a rule, aligned
+columns, footer lines): rich's import alone was ~30 ms of every read command, and a table this simple
+needs none of it.
 """
 
 from __future__ import annotations
 
-import csv
 import io
-import json
 import math
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
-from decimal import Decimal
 from enum import StrEnum
 from typing import Any
-from uuid import UUID
 
 PIPE_WIDTH = 100  # a table written to a pipe or a file, when $COLUMNS does not say otherwise
 GAP = 2  # spaces between two columns
+
+
+# json, csv, decimal and uuid are imported where they are used (every command imports this module). A value can
+# only be a Decimal or a UUID if its module was imported (DuckDB imports it to make one), so the checks look there.
+def _decimal(value: Any) -> bool:
+    module = sys.modules.get("decimal")
+    return module is not None and isinstance(value, module.Decimal)
+
+
+def _uuid(value: Any) -> bool:
+    module = sys.modules.get("uuid")
+    return module is not None and isinstance(value, module.UUID)
+
+
+def _number(value: Any) -> bool:
+    """An int, float or Decimal, not a bool."""
+    return (isinstance(value, int | float) and not isinstance(value, bool)) or _decimal(value)
+
+
+def _dumps(value: Any, **options: Any) -> str:
+    import json
+
+    return json.dumps(value, **options)
 
 
 class Format(StrEnum):
@@ -109,18 +129,18 @@ def _plain(value: Any) -> Any:
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if isinstance(value, Decimal):
+    if _decimal(value):
         if not value.is_finite():
             return None
         number = float(value)
-        return number if Decimal(repr(number)) == value else str(value)
+        return number if type(value)(repr(number)) == value else str(value)
     if isinstance(value, datetime | date | time):
         return value.isoformat()
     if isinstance(value, timedelta):
         return iso_duration(value)
     if isinstance(value, bytes | bytearray | memoryview):
         return blob_text(value)
-    if isinstance(value, UUID):
+    if _uuid(value):
         return str(value)
     if isinstance(value, Mapping):
         return {str(_plain(k)): _plain(v) for k, v in value.items()}
@@ -132,7 +152,7 @@ def _plain(value: Any) -> Any:
 def _csv_field(value: Any) -> Any:
     plain = _plain(value)
     if isinstance(plain, list | dict):
-        return json.dumps(plain)
+        return _dumps(plain)
     if isinstance(plain, bool):
         return "true" if plain else "false"
     return plain
@@ -140,7 +160,7 @@ def _csv_field(value: Any) -> Any:
 
 def to_json(data: Any) -> str:
     """JSON of data as it is (``sql``, ``prices``, ``history``: the warehouse's values, never rounded)."""
-    return json.dumps(_plain(data), indent=2, sort_keys=False, allow_nan=False)
+    return _dumps(_plain(data), indent=2, sort_keys=False, allow_nan=False)
 
 
 # --- the JSON rounding contract of computed answers (plan, estimate, breakeven) ----------------------
@@ -214,7 +234,7 @@ def _decimals_needed(value: float, most: int) -> int:
 
 def number_format(values: Iterable[Any], kind: str) -> Any:
     """A formatter for one column's values, so the whole column shares one number of decimals."""
-    floats = [float(v) for v in values if isinstance(v, int | float | Decimal) and not isinstance(v, bool)]
+    floats = [float(v) for v in values if _number(v)]
     floats = [v for v in floats if math.isfinite(v)]
     low, high = (2, 4) if kind == "money" else (0, 4)
     decimals = max([low, *(_decimals_needed(v, high) for v in floats)]) if floats else low
@@ -242,7 +262,7 @@ def _kind_of(values: Sequence[Any]) -> str:
     present = [v for v in values if v is not None]
     if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
         return "int"
-    if present and all(isinstance(v, int | float | Decimal) and not isinstance(v, bool) for v in present):
+    if present and all(_number(v) for v in present):
         return "number"
     if any(isinstance(v, str) and " " in v.strip() for v in present) or any(
         isinstance(v, list | tuple | dict) for v in present
@@ -258,9 +278,11 @@ def _text(value: Any) -> str:
         return value.strftime("%Y-%m-%d %H:%M")
     if isinstance(value, bool):
         return str(value).lower()
-    if isinstance(value, bytes | bytearray | memoryview | timedelta | list | tuple | dict | Decimal | float | UUID):
+    if isinstance(value, bytes | bytearray | memoryview | timedelta | list | tuple | dict | float) or (
+        _decimal(value) or _uuid(value)
+    ):
         plain = _plain(value)
-        return plain if isinstance(plain, str) else json.dumps(plain)
+        return plain if isinstance(plain, str) else _dumps(plain)
     return str(value)
 
 
@@ -271,11 +293,7 @@ def format_cells(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column]) -
     for column in columns:
         values = [r.get(column.key) for r in rows]
         kind = _kind_of(values) if column.kind == "auto" else column.kind
-        if (
-            kind == "number"
-            and values
-            and not all(v is None or (isinstance(v, int | float | Decimal) and not isinstance(v, bool)) for v in values)
-        ):
+        if kind == "number" and values and not all(v is None or _number(v) for v in values):
             kind = "name"
         resolved.append(Column(column.key, column.header, kind, column.drop, column.wide))
         formatters.append(number_format(values, kind) if kind in ("int", "count", "number", "money") else _text)
@@ -394,13 +412,6 @@ def print_table(
     ``caption`` lines go under the table, left-aligned; a note on hidden columns is added when the
     table had to drop some. No rows: the title and ``none``.
     """
-    import textwrap
-
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
     stream = out or sys.stdout
     spec = [_settle(c, [row[i] for row in rows]) for i, c in enumerate(columns_of(columns))]
     if not wide:
@@ -409,49 +420,127 @@ def print_table(
         rows = [[row[i] for i in keep] for row in rows]
     width = table_width(stream)
     lines = [caption] if isinstance(caption, str) else list(caption or [])
-    console_width = width
+    bold = _bold(stream)
+    text: list[str] = []
     if not rows:
-        console = Console(file=stream, width=width, highlight=False, soft_wrap=False)
-        console.print(Text(f"{title}: {empty}" if title else empty))
+        text += _wrap(f"{title}: {empty}" if title else empty, width)
         for line in lines:
-            console.print(Text(line))
+            text += _wrap(line, width)
+        stream.write("".join(f"{line}\n" for line in text))
         return
     plan = layout(rows, spec, None if wide else width)
-    if wide:
-        console_width = max(width, sum(plan.widths) + GAP * (len(plan.widths) - 1))
-    table = Table(
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-        collapse_padding=True,
-        header_style="bold",
-    )
-    for i, w in zip(plan.shown, plan.widths, strict=True):
-        column = spec[i]
-        header = column.title if len(column.title) <= w else textwrap.fill(column.title, width=w)
-        table.add_column(
-            Text(header),
-            width=w,
-            no_wrap=column.kind != "text",
-            overflow="fold" if column.kind == "text" else "ellipsis",
-            justify="right" if column.kind in RIGHT else "left",
-        )
+    widths = plan.widths
+    if plan.cut:  # nothing left to hide: names give up room before figures, values end with ...
+        widths = _reduce(widths, sum(widths) + GAP * (len(widths) - 1) - width, [spec[i] for i in plan.shown])
+    page = max(width, sum(widths) + GAP * (len(widths) - 1)) if wide else width
+    if title:  # above the table, at the page's width (a title is not squeezed to a narrow table's)
+        text += [bold(line) for line in _wrap(title, page)]
+    shown = [spec[i] for i in plan.shown]
+    header = [_header_cell(column, w) for column, w in zip(shown, widths, strict=True)]
+    text += [bold(line) for line in _join(header, shown, widths, valign_bottom=True)]
+    text.append("\u2500" * (sum(widths) + GAP * (len(widths) - 1)))
     for row in rows:
-        table.add_row(*(Text(row[i]) for i in plan.shown))
+        cells = [_cell(row[i], column, w) for i, column, w in zip(plan.shown, shown, widths, strict=True)]
+        text += _join(cells, shown, widths, valign_bottom=False)
     if plan.hidden:
         lines.append(f"hidden to fit {width} columns: {', '.join(plan.hidden)} (--wide shows every column)")
     elif plan.cut:
         lines.append(f"values cut with ... to fit {width} columns: --wide or --format csv shows them whole")
-    terminal = _isatty(stream)
-    captured = io.StringIO()  # a pipe or a file gets no trailing blanks
-    console = Console(file=stream if terminal else captured, width=console_width, highlight=False, soft_wrap=False)
-    if title:  # above the table, at the terminal's width (a title is not squeezed to a narrow table's)
-        console.print(Text(title, style="bold"))
-    console.print(table)
     for line in lines:
-        console.print(Text(line))
-    if not terminal:
-        stream.write("\n".join(line.rstrip() for line in captured.getvalue().splitlines()) + "\n")
+        text += _wrap(line, page)
+    stream.write("".join(f"{line}\n" for line in text))
+
+
+# --- the plain-text table: no rich on the read paths (its import was ~30 ms of every command) ----------
+
+ELLIPSIS = "\u2026"
+
+
+def _bold(stream: Any) -> Callable[[str], str]:
+    """Bold titles and headers on a terminal that takes colour (not with ``NO_COLOR`` or ``TERM=dumb``)."""
+    if _isatty(stream) and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb":
+        return lambda line: f"\x1b[1m{line}\x1b[0m" if line.strip() else line
+    return lambda line: line
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """A line of prose wrapped between words at ``width``; a word longer than a whole line starts a line of
+    its own and is folded (a URL is not split after a few characters at the end of a line)."""
+    width = max(1, width)
+    out: list[str] = []
+    for paragraph in text.split("\n"):
+        line = ""
+        for word in paragraph.split():
+            joined = f"{line} {word}" if line else word
+            if len(joined) <= width:
+                line = joined
+                continue
+            if line:
+                out.append(line)
+            while len(word) > width:
+                out.append(word[:width])
+                word = word[width:]
+            line = word
+        out.append(line)
+    return out
+
+
+def _reduce(widths: list[int], excess: int, columns: Sequence[Column]) -> list[int]:
+    """Take ``excess`` characters off the columns (each keeps at least one): names and text first, in proportion
+    to their widths (a long name gives up more than a short one), figures only when that is not enough."""
+    widths = list(widths)
+    for kinds in ({"name", "text", "auto"}, None):
+        pool = [k for k, c in enumerate(columns) if kinds is None or c.kind in kinds]
+        while excess > 0 and (spare := sum(widths[k] - 1 for k in pool)) > 0:
+            cuts = {k: min(widths[k] - 1, excess * (widths[k] - 1) // spare) for k in pool}
+            if not any(cuts.values()):  # the remainder: one from the widest
+                cuts = {max(pool, key=lambda k: widths[k]): 1}
+            for k, cut in cuts.items():
+                widths[k] -= cut
+                excess -= cut
+    return widths
+
+
+def _header_cell(column: Column, width: int) -> list[str]:
+    """A header on one line, or wrapped between its words when its column is narrower than it."""
+    title = column.title
+    if len(title) <= width:
+        return [title]
+    import textwrap
+
+    lines = textwrap.wrap(title, width=max(1, width), break_long_words=False, break_on_hyphens=False)
+    return [_fit(line, width) for line in lines or [""]]
+
+
+def _cell(value: str, column: Column, width: int) -> list[str]:
+    """A value's lines: text wraps between words; a name or a figure is whole, or cut with an ellipsis when
+    even hiding every droppable column left no room for it."""
+    if column.kind == "text":
+        return _wrap(value, width) if len(value) > width or "\n" in value else [value]
+    return [_fit(value.replace("\n", " "), width)]
+
+
+def _fit(value: str, width: int) -> str:
+    """``value`` whole when it fits, else cut to ``width`` ending with an ellipsis."""
+    if len(value) <= width:
+        return value
+    return value[: width - 1] + ELLIPSIS if width > 1 else ELLIPSIS
+
+
+def _join(cells: list[list[str]], columns: list[Column], widths: list[int], *, valign_bottom: bool) -> list[str]:
+    """One table row of (possibly several-line) cells as text lines: figures right-aligned, the rest left;
+    a header's lines sit at the bottom of its row, a body cell's at the top."""
+    height = max(len(c) for c in cells)
+    gap = " " * GAP
+    out = []
+    for n in range(height):
+        parts = []
+        for cell, column, width in zip(cells, columns, widths, strict=True):
+            k = n - (height - len(cell)) if valign_bottom else n
+            piece = cell[k] if 0 <= k < len(cell) else ""
+            parts.append(piece.rjust(width) if column.kind in RIGHT else piece.ljust(width))
+        out.append(gap.join(parts).rstrip())
+    return out
 
 
 def emit(
@@ -481,6 +570,8 @@ def emit(
         out.write(to_json([{c.key: _plain(r.get(c.key)) for c in spec} for r in rows]) + "\n")
     elif fmt is Format.csv:
         buffer = io.StringIO()
+        import csv
+
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow([c.key for c in spec])
         writer.writerows([[_csv_field(r.get(c.key)) for c in spec] for r in rows])

@@ -121,8 +121,10 @@ def ensure_history(path: Path) -> int:
 
 
 def prices_note(con: duckdb.DuckDBPyConnection) -> str:
-    rows = con.execute(
-        """SELECT mode, min(observed_at), max(observed_at), count(DISTINCT provider)
+    from warehouse.queries import utc_datetime
+
+    rows = con.execute(  # times as epoch microseconds: no pytz on a read path (warehouse.queries.utc_datetime)
+        """SELECT mode, epoch_us(min(observed_at)), epoch_us(max(observed_at)), count(DISTINCT provider)
            FROM scrape_runs r WHERE status = 'ok' AND run_id IN
              (SELECT max(run_id) FROM scrape_runs WHERE status = 'ok' AND mode <> 'import' GROUP BY provider)
            GROUP BY mode ORDER BY mode"""
@@ -130,7 +132,9 @@ def prices_note(con: duckdb.DuckDBPyConnection) -> str:
     if not rows:
         return "no prices loaded"
     parts = []
-    for mode, first, last, providers in rows:
+    for mode, first_us, last_us, providers in rows:
+        first, last = utc_datetime(first_us), utc_datetime(last_us)
+        assert first is not None and last is not None  # min/max over at least one run
         kind = {"snapshot": "bundled snapshot", "replay": "replayed recordings", "live": "live"}.get(mode, mode)
         when = last.strftime("%Y-%m-%d %H:%M UTC")
         if first.date() != last.date():
@@ -152,13 +156,14 @@ def open_for_reading(db: Path | None, *, need_prices: bool = True) -> Readable:
         if explicit:
             raise _missing(path)
         open_warehouse(path, on_wait=note).close()  # create and migrate the default warehouse
+    # core: plain SQL needs only DuckDB's compiled engine, not its Python package (warehouse/db.py)
     try:
-        con = open_warehouse(path, read_only=True, on_wait=note)
+        con = open_warehouse(path, read_only=True, on_wait=note, core=True)
     except WarehouseError as exc:
         if "needs migrating" not in str(exc):
             raise
         open_warehouse(path, on_wait=note).close()
-        con = open_warehouse(path, read_only=True, on_wait=note)
+        con = open_warehouse(path, read_only=True, on_wait=note, core=True)
     if need_prices and not has_prices(con):
         con.close()
         if explicit:
@@ -166,5 +171,5 @@ def open_for_reading(db: Path | None, *, need_prices: bool = True) -> Readable:
                 f"the warehouse at {path} holds no prices yet", hint=f"run `costopt refresh --db {path}`"
             )
         load_snapshot(path)
-        con = open_warehouse(path, read_only=True, on_wait=note)
+        con = open_warehouse(path, read_only=True, on_wait=note, core=True)
     return Readable(con, path, prices_note(con))

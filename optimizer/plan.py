@@ -18,9 +18,13 @@ O(log(max_gpus)) counts per offer, and estimates are shared by every offer of th
   others and flagged; the Pareto front of cost against time is marked.
 * A job whose fastest option takes more than a century is refused as an input error.
 
-The options are plain rows (one dict per option, ``OPTION_COLUMNS`` and the comparison columns), ranked
-in Python: a plan is a few thousand to a few tens of thousands of rows, which plain loops and one sort
-handle in milliseconds, and ``costopt plan`` does not pay polars' ~0.1 s import on every run.
+The options are ranked in Python (``costopt plan`` does not pay polars' ~0.1 s import on every run): a plan
+is a few thousand options on a snapshot, ~30,000 on a year of history. While they are ranked each option
+is a small slotted ``_Option`` holding what ranking reads, with a reference to its offer's shared fields;
+the caller gets plain rows (one dict per option, ``OPTION_COLUMNS`` and the comparison columns), and with
+``view="default"`` only the rows ``plan`` shows by default are made into dicts: a 40-key dict per option
+for 30,000 options was most of a year-of-history plan's time, and every pass over them was slowed by
+their size.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from operator import itemgetter
+from operator import attrgetter
 from typing import Any
 
 from optimizer import defaults
@@ -70,6 +74,7 @@ class Plan:
     options: list[dict[str, Any]]  # ranked rows: OPTION_COLUMNS, the on-demand comparison, regions, pareto, slow
     dropped: list[dict[str, Any]] = field(default_factory=list)  # offers removed, with the reason
     prices_as_of: str = ""
+    total: int = 0  # options with every instance count (len(options) unless only the default view was kept)
 
 
 OPTION_COLUMNS = [
@@ -131,8 +136,14 @@ def build_plan(
     *,
     spot_risk: dict[tuple[str, str, str], tuple[float, float]] | None = None,
     mfu_override: float | None = None,
+    view: str = "all",
 ) -> Plan:
-    """Rank every feasible (offer, instance count); ``offers`` are rows of ``optimizer.inputs.current_offers``."""
+    """Rank every feasible (offer, instance count); ``offers`` are rows of ``optimizer.inputs.current_offers``.
+
+    ``view="default"``: ``options`` holds only ``default_view`` of the ranked options (``total`` still counts
+    them all), the same rows ``default_view(build_plan(...).options)`` gives, made into dicts alone."""
+    if view not in ("all", "default"):
+        raise ValueError(f"view must be 'all' or 'default', not {view!r}")
     spot_risk = spot_risk or {}
     if constraints.max_gpus <= 0:
         raise UsageError("--max-gpus must be positive")
@@ -170,7 +181,7 @@ def build_plan(
     # spot first: the on-demand twin of a spot offer is also priced at the counts the spot rows use (a
     # deadline's count differs between them), so that every spot row has its same-count baseline
     ordered = sorted(remaining, key=lambda o: o["pricing"] not in INTERRUPTIBLE)
-    rows = [row for offer in ordered for row in builder.rows(offer)]
+    rows = [option for offer in ordered for option in builder.options(offer)]
     if not rows:
         raise NoOptions(_no_option_reason(dropped, constraints.max_gpus))
     _refuse_absurd(rows)
@@ -180,25 +191,26 @@ def build_plan(
     shared = {key for key, found in regions.items() if len(found) > 1}
     rows = _collapse_regions(_compare_with_on_demand(rows), shared)
     if constraints.spot is True:
-        rows = [r for r in rows if r["pricing"] in INTERRUPTIBLE]
+        rows = [r for r in rows if r.pricing in INTERRUPTIBLE]
     for flag, limit, column in (
         ("--deadline", constraints.deadline_hours, "wall_expected"),
         ("--budget", constraints.budget_usd, "cost_expected"),
     ):
         if limit is None:
             continue
-        within = [r for r in rows if r[column] <= limit]
+        value = attrgetter(column)
+        within = [r for r in rows if value(r) <= limit]
         for r in rows:
-            if r[column] > limit:
+            if value(r) > limit:
                 dropped.append(
                     {
-                        "offer": f"{r['provider']} {r['region']} {r['instance_type']} {r['pricing']} x{r['instances']}",
+                        "offer": f"{r.provider} {r.region} {r.instance_type} {r.pricing} x{r.instances}",
                         "reason": f"over {flag}",
                     }
                 )
         if not within:
-            best = min(rows, key=lambda r: r[column])
-            unit = f"{best[column] / 24:.1f} days" if column == "wall_expected" else f"${best[column]:,.0f}"
+            best = value(min(rows, key=value))
+            unit = f"{best / 24:.1f} days" if column == "wall_expected" else f"${best:,.0f}"
             raise NoOptions(
                 f"no offer left: {flag} removed the last {len(rows)} options "
                 f"(best: {unit} with up to --max-gpus {constraints.max_gpus})"
@@ -208,15 +220,127 @@ def build_plan(
     _mark_pareto(rows)
     horizon = constraints.horizon_hours
     for r in rows:
-        r["slow"] = r["wall_expected"] > horizon
+        r.slow = r.wall_expected > horizon
     rows.sort(key=_SLOW)  # stable: cost, then time, within each of the two groups
-    return Plan(job=job, options=rows, dropped=dropped)
+    chosen = _default_view(rows) if view == "default" else rows
+    return Plan(job=job, options=[r.row() for r in chosen], dropped=dropped, total=len(rows))
 
 
 # cost, then time; exact ties (the same instance and price at two providers or regions) in a fixed order
-_BY_COST_THEN_TIME = itemgetter("cost_expected", "wall_expected", "provider", "instance_type", "region", "pricing",
+_BY_COST_THEN_TIME = attrgetter("cost_expected", "wall_expected", "provider", "instance_type", "region", "pricing",
                                 "instances")  # fmt: skip
-_SLOW = itemgetter("slow")
+_SLOW = attrgetter("slow")
+
+
+class _Option:
+    """One (offer, instance count) while the plan ranks it: what ranking reads as slots, the rest in ``base``
+    (the offer's fields, shared by all its counts). ``row()`` is the option as the caller gets it."""
+
+    __slots__ = (
+        "added_hours",
+        "base",
+        "cost_expected",
+        "cost_high",
+        "cost_low",
+        "countries",
+        "data_origin",
+        "gpu",
+        "gpus_per_instance",
+        "instance_type",
+        "instances",
+        "market_basis",
+        "market_rule",
+        "mfu_expected",
+        "on_demand_cost_usd",
+        "pareto",
+        "pricing",
+        "provider",
+        "region",
+        "regions",
+        "savings_basis",
+        "savings_usd",
+        "slow",
+        "spot_overhead",
+        "spot_overhead_first_order",
+        "twin",
+        "usd_per_gpu_hour",
+        "usd_per_instance_hour",
+        "view_key",
+        "wall_expected",
+        "wall_high",
+        "wall_low",
+    )  # fmt: skip
+    base: dict[str, Any]
+    provider: str
+    instance_type: str
+    region: str
+    pricing: str
+    gpu: str
+    gpus_per_instance: int
+    data_origin: str
+    instances: int
+    regions: list[str]
+    usd_per_instance_hour: float
+    usd_per_gpu_hour: float
+    market_basis: str | None
+    market_rule: str | None
+    countries: list[str]
+    wall_low: float
+    wall_expected: float
+    wall_high: float
+    cost_low: float
+    cost_expected: float
+    cost_high: float
+    mfu_expected: float
+    spot_overhead: float
+    spot_overhead_first_order: float
+    on_demand_cost_usd: float | None
+    savings_usd: float | None
+    added_hours: float | None
+    savings_basis: str | None
+    pareto: bool
+    slow: bool
+    twin: tuple[str, str, str]  # (provider, region, instance type): its on-demand twin's key
+    view_key: tuple[str, str, str, tuple[str, ...]]  # (provider, instance type, pricing, regions): default_view's
+
+    def __init__(self, base: dict[str, Any], ident: tuple[Any, ...], keys: tuple[Any, Any], instances: int) -> None:
+        """``ident``: the offer's provider, instance type, region, pricing, GPU, GPUs per instance and data origin;
+        ``keys``: its ``twin`` and ``view_key`` (tuples made once per offer, shared by its counts)."""
+        self.base = base
+        (self.provider, self.instance_type, self.region, self.pricing, self.gpu, self.gpus_per_instance,
+         self.data_origin) = ident  # fmt: skip
+        self.twin, self.view_key = keys
+        self.instances = instances
+        self.regions = [self.region]
+        self.pareto = self.slow = False
+
+    def row(self) -> dict[str, Any]:
+        """The option as a plain row, keys in the order they always had."""
+        return {
+            **self.base,
+            "instances": self.instances,
+            "regions": self.regions,
+            "usd_per_instance_hour": self.usd_per_instance_hour,
+            "usd_per_gpu_hour": self.usd_per_gpu_hour,
+            "market_basis": self.market_basis,
+            "market_rule": self.market_rule,
+            "countries": self.countries,
+            "wall_low": self.wall_low,
+            "wall_expected": self.wall_expected,
+            "wall_high": self.wall_high,
+            "cost_low": self.cost_low,
+            "cost_expected": self.cost_expected,
+            "cost_high": self.cost_high,
+            "mfu_expected": self.mfu_expected,
+            "spot_overhead": self.spot_overhead,
+            "spot_overhead_first_order": self.spot_overhead_first_order,
+            "on_demand_cost_usd": self.on_demand_cost_usd,
+            "savings_usd": self.savings_usd,
+            "added_hours": self.added_hours,
+            "savings_basis": self.savings_basis,
+            "pareto": self.pareto,
+            "slow": self.slow,
+        }
 
 
 @dataclass
@@ -231,8 +355,13 @@ class _Builder:
     mfu_override: float | None
     dropped: list[dict[str, Any]]
     cache: dict[tuple[str, int, int, str], Estimate] = field(default_factory=dict)
+    specs: dict[str, GpuSpec | None] = field(default_factory=dict)  # the catalog's answer per GPU name
+    count_lists: dict[tuple[int, int, tuple[int, ...]], list[int]] = field(default_factory=dict)
     spot_counts: dict[tuple[str, str, str], set[int]] = field(default_factory=dict)
     overheads: dict[tuple[float, int], tuple[float, float]] = field(default_factory=dict)
+    profiles: dict[tuple[Any, ...], list[tuple[int, tuple[float, float, float, float, float, float] | None]]] = field(
+        default_factory=dict
+    )  # (GPU, per instance, fabric, interruptible, hazard, counts) -> each count's times, mfu and overhead
 
     def __post_init__(self) -> None:
         self.states = state_bytes(self.job.model, self.job.method)
@@ -253,13 +382,17 @@ class _Builder:
         default = defaults.SPOT_HAZARD.get(offer["provider"], defaults.DEFAULT_HAZARD)
         return default.value, default.source
 
-    def drop(self, offer: dict[str, Any], reason: str) -> list[dict[str, Any]]:
+    def drop(self, offer: dict[str, Any], reason: str) -> list[_Option]:
         label = f"{offer['provider']} {offer['region']} {offer['instance_type']} {offer['pricing']}"
         self.dropped.append({"offer": label, "reason": reason})
         return []
 
-    def rows(self, offer: dict[str, Any]) -> list[dict[str, Any]]:
-        gpu = self.gpus.get(offer["gpu"])
+    def options(self, offer: dict[str, Any]) -> list[_Option]:
+        name = offer["gpu"]
+        if name in self.specs:
+            gpu = self.specs[name]
+        else:
+            gpu = self.specs[name] = self.gpus.get(name)
         per_instance = offer["gpu_count"]
         if gpu is None:
             return self.drop(offer, f"unknown GPU {offer['gpu']}")
@@ -323,7 +456,10 @@ class _Builder:
         if self.constraints.deadline_hours is not None:
             meet = smallest_meeting(low, high, hours_at, self.constraints.deadline_hours)
             extra += (meet,) if meet is not None else ()
-        counts = instance_counts(low, high, extra)
+        wanted = (low, high, tuple(sorted(set(extra))))
+        counts = self.count_lists.get(wanted)
+        if counts is None:
+            counts = self.count_lists[wanted] = instance_counts(low, high, extra)
         if interruptible:
             self.spot_counts.setdefault(twin, set()).update(counts)
         age = _float(offer.get("age_hours"))
@@ -346,41 +482,57 @@ class _Builder:
             "hazard_source": hazard_source,
             "fabric": fabric,
         }
+        # the times of each count: the same for every offer of this GPU shape, pricing kind and hazard
+        key = (gpu.name, per_instance, fabric, interruptible, hazard, tuple(counts))
+        profile = self.profiles.get(key)
+        if profile is None:
+            profile = []
+            for n in counts:
+                est = self.estimate(gpu, per_instance, n, fabric)
+                over, first = overhead(n)
+                if not math.isfinite(over):
+                    profile.append((n, None))
+                    continue
+                factor = 1 + over
+                hours = est.wall_hours
+                mfu = est.mfu.expected
+                profile.append(
+                    (n, (hours.low * factor, hours.expected * factor, hours.high * factor, mfu, over, first))
+                )
+            self.profiles[key] = profile
+        ident = (base["provider"], base["instance_type"], base["region"], base["pricing"], gpu.name, per_instance,
+                 base["data_origin"])  # fmt: skip
+        keys = ((ident[0], ident[2], ident[1]), (ident[0], ident[1], ident[3], (ident[2],)))
+        listed_price = None if market is not None else float(offer["usd_per_hour"])
         out = []
-        for n in counts:
-            est = self.estimate(gpu, per_instance, n, fabric)
-            over, first = overhead(n)
-            if not math.isfinite(over):
+        for n, timed in profile:
+            if timed is None:
                 self.drop(offer, f"x{n}: interruptions (every {1 / (hazard * n) * 60:.0f} min) outpace progress")
                 continue
-            listed = market.price_per_instance(n) if market is not None else offer["usd_per_hour"]
-            assert listed is not None  # n <= market.count
-            per_hour = float(listed)
-            factor = 1 + over
-            hours = est.wall_hours
-            fast, expected, slow = hours.low * factor, hours.expected * factor, hours.high * factor
+            fast, expected, slow, mfu, over, first = timed
+            if market is None:
+                per_hour = listed_price
+                o = _Option(base, ident, keys, n)
+                o.market_basis = o.market_rule = None
+                o.countries = []
+            else:
+                listed = market.price_per_instance(n)
+                assert listed is not None  # n <= market.count
+                per_hour = float(listed)
+                o = _Option(base, ident, keys, n)
+                o.market_basis = market.basis(n)
+                o.market_rule = market.rule(n)
+                o.countries = list(market.countries)
+            assert per_hour is not None
             price = per_hour * n
-            out.append(
-                {
-                    **base,
-                    "instances": n,
-                    "regions": [offer["region"]],
-                    "usd_per_instance_hour": per_hour,
-                    "usd_per_gpu_hour": per_hour / per_instance,
-                    "market_basis": market.basis(n) if market is not None else None,
-                    "market_rule": market.rule(n) if market is not None else None,
-                    "countries": list(market.countries) if market is not None else [],
-                    "wall_low": fast,
-                    "wall_expected": expected,
-                    "wall_high": slow,
-                    "cost_low": fast * price,
-                    "cost_expected": expected * price,
-                    "cost_high": slow * price,
-                    "mfu_expected": est.mfu.expected,
-                    "spot_overhead": over,
-                    "spot_overhead_first_order": first,
-                }
-            )
+            o.usd_per_instance_hour = per_hour
+            o.usd_per_gpu_hour = per_hour / per_instance
+            o.wall_low, o.wall_expected, o.wall_high = fast, expected, slow
+            o.cost_low, o.cost_expected, o.cost_high = fast * price, expected * price, slow * price
+            o.mfu_expected = mfu
+            o.spot_overhead = over
+            o.spot_overhead_first_order = first
+            out.append(o)
         return out
 
 
@@ -408,54 +560,65 @@ def _no_option_reason(dropped: list[dict[str, Any]], max_gpus: int) -> str:
     return "no offer can hold the job: " + "; ".join(sorted(set(reasons))[:3])
 
 
-def _refuse_absurd(rows: list[dict[str, Any]]) -> None:
+def _refuse_absurd(rows: list[_Option]) -> None:
     """Refuse a job whose fastest option takes longer than MAX_WALL_YEARS: almost surely a typo in the inputs."""
-    fastest = min(rows, key=lambda r: r["wall_expected"])
-    years = fastest["wall_expected"] / defaults.HOURS_PER_YEAR
+    fastest = min(rows, key=_WALL)
+    years = fastest.wall_expected / defaults.HOURS_PER_YEAR
     if years > defaults.MAX_WALL_YEARS.value:
-        gpus = fastest["gpus_per_instance"] * fastest["instances"]
+        gpus = fastest.gpus_per_instance * fastest.instances
         raise UsageError(
-            f"the job would take {years:.3g} years even on its fastest option ({gpus} x {fastest['gpu']}), "
+            f"the job would take {years:.3g} years even on its fastest option ({gpus} x {fastest.gpu}), "
             f"more than {defaults.MAX_WALL_YEARS.value:g} years: check --tokens and --model (or raise --max-gpus)"
         )
 
 
-def _compare_with_on_demand(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+_WALL = attrgetter("wall_expected")
+
+
+def _compare_with_on_demand(rows: list[_Option]) -> list[_Option]:
     """On-demand cost of the same instance and count where it exists, else the cheapest of the same GPU count.
 
-    Adds ``on_demand_cost_usd`` (a row's own cost for on-demand), ``savings_usd``, ``added_hours`` and
-    ``savings_basis`` to every row, in place.
+    Sets ``on_demand_cost_usd`` (a row's own cost for on-demand), ``savings_usd``, ``added_hours`` and
+    ``savings_basis`` on every option, in place.
     """
-    same: dict[tuple[str, str, str, int], tuple[float, float]] = {}
-    cheapest: dict[tuple[str, int], tuple[float, float]] = {}
+    # nested by the keys each option already holds (no key tuple made per option): twin -> count, GPU -> GPUs
+    same: dict[tuple[str, str, str], dict[int, tuple[float, float]]] = {}
+    cheapest: dict[str, dict[int, tuple[float, float]]] = {}
     for r in rows:
-        if r["pricing"] != "on_demand":
+        if r.pricing != "on_demand":
             continue
-        cost, wall = r["cost_expected"], r["wall_expected"]
-        same.setdefault((r["provider"], r["region"], r["instance_type"], r["instances"]), (cost, wall))
-        key = (r["gpu"], r["gpus_per_instance"] * r["instances"])
-        known = cheapest.get(key)
+        cost, wall = r.cost_expected, r.wall_expected
+        by_count = same.get(r.twin)
+        if by_count is None:
+            by_count = same[r.twin] = {}
+        by_count.setdefault(r.instances, (cost, wall))
+        by_gpus = cheapest.get(r.gpu)
+        if by_gpus is None:
+            by_gpus = cheapest[r.gpu] = {}
+        total = r.gpus_per_instance * r.instances
+        known = by_gpus.get(total)
         if known is None or cost < known[0]:  # the first of equally cheap ones, as a stable sort would give
-            cheapest[key] = (cost, wall)
+            by_gpus[total] = (cost, wall)
+    nothing: dict[int, tuple[float, float]] = {}
     for r in rows:
-        if r["pricing"] not in INTERRUPTIBLE:
-            r["on_demand_cost_usd"] = r["cost_expected"]
-            r["savings_usd"] = r["added_hours"] = r["savings_basis"] = None
+        if r.pricing not in INTERRUPTIBLE:
+            r.on_demand_cost_usd = r.cost_expected
+            r.savings_usd = r.added_hours = r.savings_basis = None
             continue
-        twin = same.get((r["provider"], r["region"], r["instance_type"], r["instances"]))
-        any_ = cheapest.get((r["gpu"], r["gpus_per_instance"] * r["instances"]))
+        twin = same.get(r.twin, nothing).get(r.instances)
+        any_ = cheapest.get(r.gpu, nothing).get(r.gpus_per_instance * r.instances)
         basis = twin if twin is not None else any_
         if basis is None:
-            r["on_demand_cost_usd"] = r["savings_usd"] = r["added_hours"] = r["savings_basis"] = None
+            r.on_demand_cost_usd = r.savings_usd = r.added_hours = r.savings_basis = None
             continue
-        r["on_demand_cost_usd"] = basis[0]
-        r["savings_usd"] = basis[0] - r["cost_expected"]
-        r["added_hours"] = r["wall_expected"] - basis[1]
-        r["savings_basis"] = None if twin is not None else "vs cheapest on-demand of the same GPU count"
+        r.on_demand_cost_usd = basis[0]
+        r.savings_usd = basis[0] - r.cost_expected
+        r.added_hours = r.wall_expected - basis[1]
+        r.savings_basis = None if twin is not None else "vs cheapest on-demand of the same GPU count"
     return rows
 
 
-def _collapse_regions(rows: list[dict[str, Any]], shared: set[tuple[str, str, str]]) -> list[dict[str, Any]]:
+def _collapse_regions(rows: list[_Option], shared: set[tuple[str, str, str]]) -> list[_Option]:
     """One row for identical options in several regions (same provider, instance type, pricing, GPU, count, price,
     time and on-demand comparison), listing the regions in ``regions``; ``region`` is the first alphabetically
     and the row kept is that region's, at the place of the group's first row.
@@ -463,16 +626,16 @@ def _collapse_regions(rows: list[dict[str, Any]], shared: set[tuple[str, str, st
     ``shared`` holds the (provider, instance type, pricing) offered in more than one region: only their rows can
     collapse, so only they are compared (prices and times to 9 and 6 decimals, the on-demand cost to 4).
     """
-    out: list[dict[str, Any] | None] = []
-    groups: dict[tuple[Any, ...], tuple[int, list[dict[str, Any]]]] = {}
+    out: list[_Option | None] = []
+    groups: dict[tuple[Any, ...], tuple[int, list[_Option]]] = {}
     for r in rows:
-        if (r["provider"], r["instance_type"], r["pricing"]) not in shared:
+        if (r.provider, r.instance_type, r.pricing) not in shared:
             out.append(r)
             continue
-        od = r["on_demand_cost_usd"]
+        od = r.on_demand_cost_usd
         key = (
-            r["provider"], r["instance_type"], r["pricing"], r["gpu"], r["gpus_per_instance"], r["instances"],
-            r["data_origin"], round(r["usd_per_instance_hour"], 9), round(r["wall_expected"], 6),
+            r.provider, r.instance_type, r.pricing, r.gpu, r.gpus_per_instance, r.instances,
+            r.data_origin, round(r.usd_per_instance_hour, 9), round(r.wall_expected, 6),
             None if od is None else round(od, 4),
         )  # fmt: skip
         group = groups.get(key)
@@ -482,23 +645,37 @@ def _collapse_regions(rows: list[dict[str, Any]], shared: set[tuple[str, str, st
         else:
             group[1].append(r)
     for place, members in groups.values():
-        members.sort(key=_REGION)
-        kept = members[0]
-        kept["regions"] = list(dict.fromkeys(m["region"] for m in members))
-        out[place] = kept
+        if len(members) > 1:
+            members.sort(key=_REGION)
+            kept = members[0]
+            kept.regions = list(dict.fromkeys(m.region for m in members))
+            kept.view_key = (kept.provider, kept.instance_type, kept.pricing, tuple(kept.regions))
+        out[place] = members[0]
     return [r for r in out if r is not None]
 
 
-_REGION = itemgetter("region")
+_REGION = attrgetter("region")
 
 
-def _mark_pareto(rows: list[dict[str, Any]]) -> None:
+def _mark_pareto(rows: list[_Option]) -> None:
     """Sorted by cost: an option is on the front when it is faster than every cheaper option."""
     best_wall = math.inf
     for r in rows:
-        wall = r["wall_expected"]
-        r["pareto"] = wall < best_wall
+        wall = r.wall_expected
+        r.pareto = wall < best_wall
         best_wall = min(best_wall, wall)
+
+
+def _default_view(rows: list[_Option]) -> list[_Option]:
+    """``default_view`` on options before they become rows."""
+    cheapest: dict[tuple[str, str, str, tuple[str, ...]], float] = {}
+    for r in rows:
+        key = r.view_key
+        cost = r.cost_expected
+        known = cheapest.get(key)
+        if known is None or cost < known:
+            cheapest[key] = cost
+    return [r for r in rows if r.pareto or r.cost_expected == cheapest[r.view_key]]
 
 
 def default_view(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -278,7 +278,7 @@ def status(
     }
     data = empty
     if exists:
-        con = connect(path, read_only=True, on_wait=on_wait)
+        con = connect(path, read_only=True, on_wait=on_wait, core=True)  # plain SQL: the engine alone (warehouse.db)
         try:
             warehouse["schema_version"] = schema_version(con)
             if warehouse["schema_version"] >= 4:  # the provenance columns the queries read

@@ -7,17 +7,27 @@ held lock with backoff for a bounded time before giving up with a message naming
 Every connection pins DuckDB's session ``TimeZone`` to UTC. DuckDB otherwise takes the host's zone,
 and then ``date_trunc('day', ...)``, ``::DATE``, ``strftime`` and the Python datetimes it returns
 all shift: day buckets, labels and export partitions would depend on where the command ran.
+
+The commands that only read (``prices``, ``sql``, ``history``, ``plan``...) open with ``core=True``: the
+connection comes from DuckDB's compiled engine module (``_duckdb``) without importing the ``duckdb``
+Python package around it. That package's relation and expression layers and its version lookup
+(``importlib.metadata``) take ~0.1 s to import in DuckDB 2.0, most of a read command's time, and a
+read path uses none of them: ``execute``, ``fetchall``, ``description``, ``interrupt`` and ``close`` are
+the engine's own methods, and values convert to Python in the engine either way. The connection is the
+same class: should anything later import ``duckdb``, the package adds its methods to it as usual. Where
+the engine module is missing or differs (other DuckDB releases), the package is used.
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
+import sys
 import time
 import weakref
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from warehouse.errors import WarehouseError, WarehouseLocked, from_duckdb, is_duckdb_error
 from warehouse.migrations import LATEST, MIGRATIONS
@@ -57,15 +67,38 @@ def _holder(message: str) -> str:
     return f"{match.group(1)} (PID {match.group(2)})" if match else "another process"
 
 
+def engine(core: bool = False) -> Any:
+    """The module connections are opened with: the ``duckdb`` package, or with ``core`` (read paths) its
+    compiled engine alone when the package is not loaded yet and the engine has what a reader calls."""
+    if core and "duckdb" not in sys.modules:
+        try:
+            import _duckdb
+        except ImportError:
+            pass
+        else:
+            if all(hasattr(_duckdb, name) for name in _CORE_NEEDS):
+                return _duckdb
+    import duckdb
+
+    return duckdb
+
+
+_CORE_NEEDS = ("connect", "Error", "CatalogException", "DuckDBPyConnection")
+
+
 def connect(
     path: Path,
     *,
     read_only: bool = False,
     wait_seconds: float | None = None,
     on_wait: object = None,
+    core: bool = False,
 ) -> duckdb.DuckDBPyConnection:
-    """Open ``path``, retrying while another process holds it, never creating it in read-only mode."""
-    import duckdb
+    """Open ``path``, retrying while another process holds it, never creating it in read-only mode.
+
+    ``core``: a read-only connection for plain SQL, without importing the ``duckdb`` package (module docstring).
+    """
+    duckdb = engine(core and read_only)
 
     wait = LOCK_WAIT_SECONDS if wait_seconds is None else wait_seconds
     if read_only and not path.exists():
@@ -124,11 +157,11 @@ def schema_version(con: duckdb.DuckDBPyConnection) -> int:
     The record is read first and the catalog consulted only when there is none: the first query on
     ``information_schema`` costs ~20 ms on every open, reading ``schema_migrations`` ~1 ms.
     """
-    import duckdb
-
     try:
         version = _scalar(con, "SELECT coalesce(max(version), 0) FROM schema_migrations")
-    except duckdb.CatalogException:
+    except Exception as exc:
+        if type(exc).__name__ != "CatalogException" or not is_duckdb_error(exc):
+            raise
         if _scalar(con, "SELECT count(*) FROM information_schema.tables"):
             raise WarehouseError("the database has tables but no costopt schema record; refusing to touch it") from None
         return 0
@@ -195,10 +228,17 @@ def refresh_gpus(con: duckdb.DuckDBPyConnection, specs: list) -> None:  # type: 
 
 
 def open_warehouse(
-    path: Path, *, read_only: bool = False, wait_seconds: float | None = None, on_wait: object = None
+    path: Path,
+    *,
+    read_only: bool = False,
+    wait_seconds: float | None = None,
+    on_wait: object = None,
+    core: bool = False,
 ) -> duckdb.DuckDBPyConnection:
-    """Open and (read-write only) migrate the warehouse. Read-only opens check the version instead."""
-    con = connect(path, read_only=read_only, wait_seconds=wait_seconds, on_wait=on_wait)
+    """Open and (read-write only) migrate the warehouse. Read-only opens check the version instead.
+
+    ``core``: see ``connect`` (read-only opens only)."""
+    con = connect(path, read_only=read_only, wait_seconds=wait_seconds, on_wait=on_wait, core=core)
     try:
         if read_only:
             version = schema_version(con)

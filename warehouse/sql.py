@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from warehouse.errors import UsageError
+from warehouse.errors import UsageError, is_duckdb_error
 
 if TYPE_CHECKING:
     import duckdb
@@ -12,8 +12,6 @@ if TYPE_CHECKING:
 
 def run_read_only(con: duckdb.DuckDBPyConnection, query: str) -> tuple[list[str], list[dict[str, Any]]]:
     """Run ``query`` on a read-only connection; any write, ATTACH or COPY is refused."""
-    import duckdb
-
     if not query.strip():
         raise UsageError("empty SQL query")
     # the file is opened read-only; also forbid reaching other files (ATTACH ... , COPY ... TO)
@@ -29,7 +27,9 @@ def run_read_only(con: duckdb.DuckDBPyConnection, query: str) -> tuple[list[str]
         except (ValueError, OverflowError, TypeError):
             # a value Python cannot hold (a date beyond year 9999 on older DuckDB releases): as DuckDB's text
             data = con.execute(f"SELECT COLUMNS(*)::VARCHAR FROM ({query.strip().rstrip(';')})").fetchall()
-    except duckdb.Error as exc:
+    except Exception as exc:  # a DuckDB error, whichever module raised it (the package or its engine)
+        if not is_duckdb_error(exc):
+            raise
         message = str(exc).splitlines()[0]
         if "read-only" in message or "read only" in message:
             raise UsageError(f"costopt sql is read-only: {message}") from None

@@ -127,7 +127,7 @@ def plan_command(
     from cli.warehouse_access import open_for_reading
     from optimizer import inputs
     from optimizer.market import MarketPolicy
-    from optimizer.plan import Constraints, build_plan, default_view, stale_prices
+    from optimizer.plan import Constraints, build_plan, stale_prices
     from optimizer.units import parse_duration_hours, positive
     from warehouse.gpus import catalog
 
@@ -164,8 +164,11 @@ def plan_command(
         risk = inputs.spot_risk(wh.con)
         as_of = inputs.prices_as_of(wh.con)
         note_text = wh.prices_note
-        plan = build_plan(job, offers, gpus, constraints, spot_risk=risk, mfu_override=mfu)
-        view = plan.options if all_counts else default_view(plan.options)
+        # without --all-counts only the default view's rows are made (plan.total still counts every option)
+        plan = build_plan(
+            job, offers, gpus, constraints, spot_risk=risk, mfu_override=mfu, view="all" if all_counts else "default"
+        )
+        view = plan.options
         best = view[0]
         buy_line = _buy_line(wh.con, best) if buy else None
     flops = job.flops().total
@@ -224,7 +227,7 @@ def plan_command(
             "job": job_info,
             "prices_as_of": as_of,
             "prices": note_text,
-            "options_total": len(plan.options),
+            "options_total": plan.total,
             "horizon_days": horizon_days,
             "market_price": constraints.market.price,
             "warnings": warnings,
@@ -289,7 +292,7 @@ def _print_human(
     ]
     print_plan_table(
         rows,
-        title=f"Cheapest {len(rows)} of {shown} options by expected cost ({len(plan.options)} with every count)",
+        title=f"Cheapest {len(rows)} of {shown} options by expected cost ({plan.total} with every count)",
         footer=[line for line in footer if line],
         wide=wide,
     )
