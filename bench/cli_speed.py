@@ -114,6 +114,26 @@ def timed(
     return Timing(label, target, walls, cpus, loads, failure)
 
 
+def write_cases(
+    costopt: list[str], env: dict[str, str], base_env: dict[str, str], work: Path, runs: int
+) -> list[Timing]:
+    """The write path's two cases (bench/write_speed.py runs them alone): a refresh into a new warehouse
+    (``env`` with a fresh ``COSTOPT_DB`` each time) and first use (``base_env`` with a fresh data dir)."""
+    counter = iter(range(10**6))
+
+    def fresh_refresh() -> dict[str, str]:
+        return {**env, "COSTOPT_DB": str(work / f"refresh-{next(counter)}.duckdb")}
+
+    def fresh_default() -> dict[str, str]:
+        return {**base_env, "COSTOPT_DATA_DIR": str(work / f"first-use-{next(counter)}")}
+
+    refresh = [*costopt, "refresh", "--replay", "fixtures", "--format", "json"]
+    return [
+        timed("refresh --replay fixtures/ (new warehouse)", 0.8, refresh, env, runs, fresh_refresh),
+        timed("first use: plan on an empty default warehouse", 1.0, [*costopt, *PLAN], env, runs, fresh_default),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=15)
@@ -128,26 +148,8 @@ def main() -> None:
     base_env = {**os.environ, "PYTHONPATH": str(REPO)} if args.from_source else dict(os.environ)
     base_env.pop("COSTOPT_DB", None)
     env = {**base_env, "COSTOPT_DATA_DIR": str(work / "data"), "COSTOPT_DB": str(work / "bench.duckdb")}
-    counter = iter(range(10**6))
-
-    def fresh_refresh() -> dict[str, str]:
-        return {**env, "COSTOPT_DB": str(work / f"refresh-{next(counter)}.duckdb")}
-
-    def fresh_default() -> dict[str, str]:
-        return {**base_env, "COSTOPT_DATA_DIR": str(work / f"first-use-{next(counter)}")}
-
     print(f"costopt: {' '.join(costopt)}; {args.runs} runs per case; {os.cpu_count()} CPUs")
-    results = [
-        timed(
-            "refresh --replay fixtures/ (new warehouse)",
-            0.8,
-            [*costopt, "refresh", "--replay", "fixtures", "--format", "json"],
-            env,
-            args.runs,
-            fresh_refresh,
-        ),
-        timed("first use: plan on an empty default warehouse", 1.0, [*costopt, *PLAN], env, args.runs, fresh_default),
-    ]
+    results = write_cases(costopt, env, base_env, work, args.runs)
     # the warehouse the read commands use: one replay of fixtures/, as a user's first refresh makes it
     first = run_once([*costopt, "refresh", "--replay", "fixtures", "--format", "json"], env)
     second = run_once([*costopt, "refresh", "--replay", "fixtures", "--format", "json"], env)

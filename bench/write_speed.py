@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cli_speed import PLAN, REPO, command, timed
+from cli_speed import REPO, command, write_cases
 
 
 def main() -> None:
@@ -36,38 +36,10 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="costopt-bench-write-"))
     base_env = {**os.environ, "PYTHONPATH": str(REPO)} if args.from_source else dict(os.environ)
     base_env.pop("COSTOPT_DB", None)
-    counter = iter(range(10**6))
-
-    def fresh_refresh() -> dict[str, str]:
-        return {
-            **base_env,
-            "COSTOPT_DATA_DIR": str(work / "data"),
-            "COSTOPT_DB": str(work / f"r{next(counter)}.duckdb"),
-        }
-
-    def fresh_default() -> dict[str, str]:
-        return {**base_env, "COSTOPT_DATA_DIR": str(work / f"first-use-{next(counter)}")}
-
+    env = {**base_env, "COSTOPT_DATA_DIR": str(work / "data")}
     print(f"costopt: {' '.join(costopt)}; {args.runs} runs per case; {os.cpu_count()} CPUs")
     try:
-        results = [
-            timed(
-                "refresh --replay fixtures/ (new warehouse)",
-                0.8,
-                [*costopt, "refresh", "--replay", "fixtures", "--format", "json"],
-                base_env,
-                args.runs,
-                fresh_refresh,
-            ),
-            timed(
-                "first use: plan on an empty default warehouse",
-                1.0,
-                [*costopt, *PLAN],
-                base_env,
-                args.runs,
-                fresh_default,
-            ),
-        ]
+        results = write_cases(costopt, env, base_env, work, args.runs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for result in results:
