@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from warehouse.errors import WarehouseError
+from warehouse.utc_json import instants_from_json, instants_to_json
 
 if TYPE_CHECKING:
     import duckdb
@@ -110,6 +111,9 @@ class StageWriter:
             self._writer = None
 
 
+_INSTANTS = ("last_observed", "first_observed")
+
+
 @dataclass(slots=True)
 class StagedPath:
     """One file of one archive, read and staged: everything ``load_staged`` needs, and the report."""
@@ -136,19 +140,11 @@ class StagedPath:
     rows: int = 0  # staged intervals
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        for name in ("last_observed", "first_observed"):
-            value = data[name]
-            data[name] = value.astimezone(UTC).isoformat().replace("+00:00", "Z") if value else None
-        return data
+        return instants_to_json(asdict(self), _INSTANTS)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> StagedPath:
-        values = dict(data)
-        for name in ("last_observed", "first_observed"):
-            if values.get(name):
-                values[name] = datetime.fromisoformat(values[name].replace("Z", "+00:00"))
-        return cls(**values)
+        return cls(**instants_from_json(data, _INSTANTS))
 
 
 @dataclass(slots=True)

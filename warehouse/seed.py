@@ -27,6 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from warehouse.utc_json import instants_from_json, instants_to_json
+
 if TYPE_CHECKING:
     import duckdb
 
@@ -42,6 +44,9 @@ LOAD_TIMES: dict[str, tuple[str, ...]] = {
 # how long it took: cleared in the seed, 0 when loaded (nothing was fetched)
 DURATIONS: dict[str, tuple[str, ...]] = {"scrape_runs": ("seconds",)}
 SEQUENCES: dict[str, tuple[str, str]] = {"run_ids": ("scrape_runs", "run_id"), "offer_ids": ("offers", "offer_id")}
+
+
+_INSTANTS = ("history_first", "history_last")
 
 
 @dataclass(slots=True)
@@ -60,18 +65,11 @@ class Seed:
 
     def to_json(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
-        for name in ("history_first", "history_last"):
-            value = data[name]
-            data[name] = value.astimezone(UTC).isoformat().replace("+00:00", "Z") if value else None
-        return data
+        return instants_to_json(data, _INSTANTS)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Seed:
-        values = dict(data)
-        for name in ("history_first", "history_last"):
-            if values.get(name):
-                values[name] = datetime.fromisoformat(values[name].replace("Z", "+00:00"))
-        return cls(**values)
+        return cls(**instants_from_json(data, _INSTANTS))
 
 
 def _tables(con: duckdb.DuckDBPyConnection) -> list[str]:
