@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +17,20 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "reference"
 T0 = datetime(2026, 11, 1, 3, 0, tzinfo=UTC)
 CRON_SCHEDULE = pytest.StashKey[object]()
+
+
+def run_costopt(
+    *args: str, env: dict[str, str] | None = None, cwd: Path = REPO, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``costopt ARGS`` as a user runs it: a fresh process started in the repository, ``env`` over this one's."""
+    return subprocess.run(
+        [sys.executable, "-c", "from cli.app import main; main()", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import timedelta
 
 import pytest
 
-from tests.conftest import REPO, T0
+from tests.conftest import T0, run_costopt
 from warehouse.db import open_warehouse
 from warehouse.load import RunRecord, load_run
 
-
-def costopt(*args: str, env_db=None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from cli.app import main; main()", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-    )
+costopt = run_costopt
 
 
 @pytest.fixture

@@ -19,21 +19,13 @@ import duckdb
 import pytest
 
 from scraper.refresh import refresh
-from tests.conftest import REPO
+from tests.conftest import REPO, run_costopt
 from warehouse.db import open_warehouse
 
 FIXTURES = REPO / "fixtures"
 
 
-def costopt(*args: str, env: dict[str, str] | None = None, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from cli.app import main; main()", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-    )
+costopt = run_costopt
 
 
 def one_line_error(out: subprocess.CompletedProcess[str], code: int) -> str:

@@ -5,21 +5,14 @@ from __future__ import annotations
 import json
 import struct
 import subprocess
-import sys
 from datetime import date, timedelta
 
-from tests.conftest import REPO
+from tests.conftest import run_costopt
 from warehouse.plot import cuts, plot_history, segments
 
 
 def costopt(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from cli.app import main; main()", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=300,
-    )
+    return run_costopt(*args, timeout=300)
 
 
 def test_series_break_at_gaps_and_cuts_are_found():

@@ -4,29 +4,19 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from scraper.job import EXIT_OK, EXIT_PUBLISH_FAILED, run_job
-from tests.conftest import REPO
+from tests.conftest import REPO, run_costopt
 from tests.warehouse.iceberg_support import iceberg_figures, warehouse_figures
 from warehouse.iceberg.catalog import open_catalog, resolve_target
 from warehouse.iceberg.publish import publisher
 
 
 def costopt(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    import os
-
-    return subprocess.run(
-        [sys.executable, "-c", "from cli.app import main; main()", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=300,
-        env={**os.environ, **(env or {})},
-    )
+    return run_costopt(*args, env=env, timeout=300)
 
 
 def test_the_nightly_job_publishes_after_a_successful_refresh(tmp_path: Path) -> None:

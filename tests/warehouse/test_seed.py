@@ -7,10 +7,8 @@ loader and schema and compares it, table by table and value by value, with the c
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,7 +16,7 @@ import duckdb
 import pytest
 
 from scraper.snapshot import load_snapshot, make_seed, replay_snapshot
-from tests.conftest import REPO
+from tests.conftest import REPO, run_costopt
 from warehouse import seed as seeds
 from warehouse.db import open_warehouse
 from warehouse.load import record_failure
@@ -125,14 +123,7 @@ def test_ids_drawn_after_seeding_follow_the_seeds(seeded, replayed, tmp_path):
 
 
 def costopt(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from cli.app import main; main()", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-    )
+    return run_costopt(*args, env=env)
 
 
 @pytest.mark.parametrize(
