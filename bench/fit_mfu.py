@@ -29,13 +29,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from optimizer import calibration
 from optimizer import mfu as mfu_model
-from optimizer.calibration import GRID, START, Case, cases, evaluate, leave_one_organisation_out, search
+from optimizer.calibration import (
+    GRID,
+    ROUND_4_FP8_GRID,
+    START,
+    Case,
+    cases,
+    evaluate,
+    leave_one_organisation_out,
+    search,
+)
 from optimizer.mfu import DEFAULT_STACK, FITTED, Fit
 
 # The issue-4 model: no stack classes, no small-model, older-GPU or attention terms, AMD at the old 0.85 guess,
 # its four fitted constants and its band.
 ISSUE_4 = dataclasses.replace(
     START,
+    fp8_gain=1.3,
     base=0.52,
     bandwidth_exponent=0.6,
     thin_params_per_gpu=7e5,
@@ -54,7 +64,9 @@ ISSUE_4 = dataclasses.replace(
 )
 # Round 1 of issue 14 as merged: its causes, its scale-out form (a sharp knee charged on every job), its grid for T
 # and its prior for the basic class (0.6); searched and cross-validated on today's runs like the shipped model.
-ROUND_1 = dataclasses.replace(START, thin_params_per_gpu=7e5, basic=0.6, scale_out_exponent=2.0, scale_out_in_node=True)
+ROUND_1 = dataclasses.replace(
+    START, thin_params_per_gpu=7e5, basic=0.6, fp8_gain=1.3, scale_out_exponent=2.0, scale_out_in_node=True
+)
 ROUND_1_GRID = {**{k: v for k, v in GRID.items() if k != "fp8_gain"}, "thin_params_per_gpu": [5e5, 7e5, 1e6, 1.4e6]}
 NO_CLASSES = ("large_lab", "typical", "basic")
 # calibration_runs.csv ids added by issue 14: round 1 (60-76), round 2 (TinyLlama re-included, 82-85) and round 3
@@ -63,6 +75,7 @@ ADDED = {
     "round 1": {str(i) for i in range(60, 77)},
     "round 2": {"36", "82", "83", "84", "85"},
     "round 3": {str(i) for i in range(92, 98)},
+    "round 5": {"46", "54", "55", *(str(i) for i in range(100, 119))},
 }
 
 
@@ -94,10 +107,11 @@ def main() -> None:
     print(f"  {'':46} {'within':>7} {'inside':>7} {'|err|':>6}   {'within':>7} {'inside':>7} {'|err|':>6} "
           f"{'width':>6} {'dflt in':>8}")  # fmt: skip
     ablate("the shipped model", data, START, GRID)  # "in sample" of the issue-4 line is its own training set
-    ablate("issue-4 model as shipped (fitted on 44 of these)", data, ISSUE_4, {}, refit_bands=False, amd=0.85)
-    ablate("issue-4 model, refitted on these runs", data, ISSUE_4,
-           without(GRID, "attention_cost", "fp8_gain", *NO_CLASSES), amd=0.85)  # fmt: skip
-    ablate("round 1 of issue 14, refitted on these runs", data, ROUND_1, ROUND_1_GRID)
+    old = [whole_count(c) for c in data]  # the issue-4 model and rounds 1-4 counted every parameter in 6.N.D
+    ablate("issue-4 model as shipped (fitted on 44 of these)", old, ISSUE_4, {}, refit_bands=False, amd=0.85)
+    ablate("issue-4 model, refitted on these runs", old, ISSUE_4,
+           without(GRID, "attention_cost", "fp8_gain", *NO_CLASSES), amd=0.85, per_class_bands=False)  # fmt: skip
+    ablate("round 1 of issue 14, refitted on these runs", old, ROUND_1, ROUND_1_GRID, per_class_bands=False)
     ablate("scale-out as round 1: (T.G/N)^2, every job", data,
            dataclasses.replace(START, scale_out_exponent=2.0, scale_out_in_node=True), GRID)  # fmt: skip
     ablate("scale-out charged inside one node too", data, dataclasses.replace(START, scale_out_in_node=True), GRID)
@@ -108,7 +122,10 @@ def main() -> None:
     ablate("no older-GPU term (V100 as A100)", data, dataclasses.replace(START, older=1.0), GRID)
     ablate("no attention cost (fixed at 1)", data, START, without(GRID, "attention_cost"))
     ablate("AMD CDNA 2 at the old 0.85 guess", data, START, GRID, amd=0.85)
-    ablate("FP8 gain stated at 1.3 (rounds 1-3)", data, START, without(GRID, "fp8_gain"))
+    ablate("FP8 gain stated at 1.3 (rounds 1-3)", data, dataclasses.replace(START, fp8_gain=1.3), GRID)
+    ablate("FP8 gain searched on round 4's grid, 1.2-2.0", data, START, {**GRID, "fp8_gain": ROUND_4_FP8_GRID})
+    ablate("one pooled band for stated classes (rounds 1-4)", data, START, GRID, per_class_bands=False)
+    ablate("untied input embeddings counted (rounds 1-4)", old, START, GRID)
 
     for cohort, ids in ADDED.items():
         added = [c for c in data if c.id in ids]
@@ -128,11 +145,12 @@ def ablate(
     *,
     amd: float | None = None,
     refit_bands: bool = True,
+    per_class_bands: bool = True,
 ) -> None:
     with amd_factor(amd):
         searcher: Callable[[list[Case]], Fit]
         if grid or refit_bands:
-            searcher = functools.partial(search, start=start, grid=grid)
+            searcher = functools.partial(search, start=start, grid=grid, per_class_bands=per_class_bands)
         else:
             searcher = functools.partial(as_shipped, start)  # the shipped constants, no search at all
         fit = searcher(data)
@@ -149,6 +167,13 @@ def ablate(
 
 def as_shipped(fit: Fit, _data: list[Case]) -> Fit:
     return fit
+
+
+def whole_count(case: Case) -> Case:
+    """The case with every parameter in 6.N.D, an untied input embedding too (rounds 1-4 of issue 14)."""
+    job = dataclasses.replace(case.job, model=dataclasses.replace(case.job.model, input_embedding=0.0))
+    flops = job.flops()
+    return dataclasses.replace(case, job=job, flops=flops.total, attention_share=flops.attention / flops.total)
 
 
 @contextlib.contextmanager
