@@ -350,7 +350,11 @@ def _explain(job, wide: bool = False) -> None:
     band_low, band_high = fit.band(job.stack)
     attention = " + attention 12.L.d.S per token" if job.flops().attention else ""
     rows: list[tuple[str, str, str]] = [
-        ("FLOPs", f"6 x N_active x D{attention}", "PaLM (Chowdhery et al. 2022)"),
+        (
+            "FLOPs",
+            f"6 x N_active x D{attention}",
+            "PaLM (Chowdhery et al. 2022); an untied input embedding is a lookup, left out (presets)",
+        ),
         ("realized MFU, base", f"{fit.base:g} on A100-80GB nodes", "fitted on published whole runs"),
         ("  x bandwidth per FLOP", f"(GB/s per TFLOPS / A100's)^{fit.bandwidth_exponent:g}", "fitted"),
         ("  x software stack", f"{job.stack}: x{fit.stack(job.stack):g}", f"--stack; {mfu.STACKS[job.stack]}"),
@@ -372,11 +376,11 @@ def _explain(job, wide: bool = False) -> None:
         (
             "MFU band",
             f"x{band_low:g} (slowest) to x{band_high:g} (fastest)",
-            f"residuals of the calibration, {job.stack}",
+            f"the calibration runs' residuals, {job.stack}'s own where 3 organisations stand behind it",
         ),
         ("MFU ceiling", f"{mfu.MFU_CEILING:g}", "no published whole run sustained more"),
         ("precision", f"{job.precision}; bf16 runs as fp16 on V100/T4", "GPU table: fp16_tflops, bf16_tflops"),
-        ("FP8 speed-up over BF16", f"x{mfu.FP8_GAIN:g}", "fitted on whole FP8 runs; benchmarks 1.28-1.42"),
+        ("FP8 speed-up over BF16", f"x{mfu.FP8_GAIN:g}", "stated: whole FP8 runs (round 4); benchmarks 1.28-1.42"),
         (
             "optimizer and weight state",
             ", ".join(f"{k} {v:g}" for k, v in memory.STATE_BYTES_PER_PARAM.items()) + " bytes/param",
