@@ -138,6 +138,13 @@ def assumptions(est: Estimate) -> dict[str, Any]:
         "intra_node": est.gpu.intra_node,
         "mfu_factors": est.factors,
         "mfu_basis": "calibrated on published whole training runs (optimizer/data/calibration_runs.csv)",
+        "speed_basis": mfu_model.speed_basis(est.gpu),
+        "speed_basis_means": (
+            f"published whole runs on {est.gpu.architecture} GPUs are in the calibration"
+            if mfu_model.speed_basis(est.gpu) == "calibrated"
+            else f"no published whole run on {est.gpu.architecture} GPUs: extrapolated from the datasheet"
+            + (" and a stated ROCm factor" if mfu_model.amd_factor(est.gpu) is not None else "")
+        ),
         "sharding": "ZeRO-3/FSDP across all GPUs of the job",
     }
 

@@ -193,6 +193,17 @@ def small_model_factor(gpu: GpuSpec, active_params: float, fit: Fit = FITTED) ->
     return 1.0 / (1.0 + overhead)
 
 
+# The GPU families with published whole runs in the calibration file (a test keeps this equal to it). On any other
+# GPU the estimate is extrapolated: the bandwidth term from the datasheet and, for AMD, a stated software factor
+# (CDNA 3 is a guess). plan and estimate say which, so a top row on an uncalibrated GPU is read as such.
+CALIBRATED_ARCHITECTURES = frozenset({"Ampere", "Hopper", "Volta", "CDNA 2"})
+
+
+def speed_basis(gpu: GpuSpec) -> str:
+    """``calibrated``: published whole runs on this GPU family set the estimate; ``extrapolated``: none did."""
+    return "calibrated" if gpu.architecture in CALIBRATED_ARCHITECTURES else "extrapolated"
+
+
 def amd_factor(gpu: GpuSpec) -> float | None:
     if gpu.vendor.upper() != "AMD":
         return None

@@ -40,6 +40,7 @@ from optimizer.estimate import Estimate, Job, estimate
 from optimizer.inputs import MARKETPLACES
 from optimizer.market import Market, MarketPolicy, market_of
 from optimizer.memory import state_bytes
+from optimizer.mfu import speed_basis
 from optimizer.spot import hazard_from_bucket, spot_overhead
 from warehouse import spot_buckets
 from warehouse.errors import CostoptError, UsageError
@@ -83,7 +84,7 @@ OPTION_COLUMNS = [
     "source_time", "source_basis", "source_age_hours", "effective_since", "data_origin",
     "listings", "market_basis",
     "wall_low", "wall_expected", "wall_high", "cost_low", "cost_expected", "cost_high",
-    "mfu_expected", "spot_overhead", "spot_overhead_first_order", "hazard_source", "fabric",
+    "mfu_expected", "spot_overhead", "spot_overhead_first_order", "hazard_source", "fabric", "speed_basis",
 ]  # fmt: skip
 
 
@@ -481,6 +482,7 @@ class _Builder:
             "listings": market.count if market is not None else available,
             "hazard_source": hazard_source,
             "fabric": fabric,
+            "speed_basis": speed_basis(gpu),
         }
         # the times of each count: the same for every offer of this GPU shape, pricing kind and hazard
         key = (gpu.name, per_instance, fabric, interruptible, hazard, tuple(counts))

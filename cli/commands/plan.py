@@ -32,7 +32,7 @@ JSON_KEYS = [
 CSV_COLUMNS = [
     *JSON_KEYS, "regions", "usd_per_gpu_hour", "listings", "market_basis", "data_origin", "source_time",
     "source_basis", "source_age_hours", "wall_low", "wall_expected", "wall_high", "cost_low", "cost_expected",
-    "cost_high", "on_demand_cost_usd", "savings_usd", "pareto", "slow", "notes",
+    "cost_high", "on_demand_cost_usd", "savings_usd", "speed_basis", "pareto", "slow", "notes",
 ]  # fmt: skip
 
 
@@ -54,6 +54,8 @@ def _notes(row: dict[str, Any], horizon_days: float, precision: str = "bf16") ->
             notes.append("no on-demand to compare")
     if row["instances"] > 1 and row["fabric"] == "ethernet":
         notes.append("Ethernet")
+    if row["speed_basis"] == "extrapolated":
+        notes.append("speed extrapolated")
     return notes
 
 
@@ -217,6 +219,7 @@ def plan_command(
                 "added_hours": r["added_hours"],
                 "spot_overhead": r["spot_overhead"] if r["pricing"] != "on_demand" else None,
                 "hazard_source": r["hazard_source"] or None,
+                "speed_basis": r["speed_basis"],
                 "pareto": r["pareto"],
                 "slow": r["slow"],
                 "notes": r["notes"],

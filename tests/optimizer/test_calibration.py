@@ -318,3 +318,28 @@ def test_plan_prices_the_stack_the_job_names():
         plan = build_plan(Job(resolve_model("8B"), 100e9, stack=stack), [offer], GPUS, Constraints(max_gpus=8))
         walls[stack] = plan.options[0]["wall_expected"]
     assert walls["typical"] == pytest.approx(walls["tuned"] / FIT.typical)
+
+
+def test_the_calibrated_gpu_families_are_those_with_published_whole_runs():
+    """plan and estimate call a GPU's speed 'calibrated' only where whole runs on its family are in the file."""
+    families = {GPUS.resolve(r["gpu"]).architecture for r in rows()}
+    assert families == mfu_model.CALIBRATED_ARCHITECTURES
+    assert mfu_model.speed_basis(GPUS.resolve("H200")) == "calibrated"  # Hopper: H100 and H800 runs
+    for name in ("MI300X", "B200", "L40S", "RTX 4090"):
+        assert mfu_model.speed_basis(GPUS.resolve(name)) == "extrapolated", name
+    est = estimate(Job(resolve_model("8B"), 100e9), GPUS.resolve("MI300X"), 8)
+    assert est.as_dict()["assumptions"]["speed_basis"] == "extrapolated"
+    assert "stated ROCm factor" in est.as_dict()["assumptions"]["speed_basis_means"]
+
+
+def test_plan_flags_an_option_whose_speed_is_extrapolated():
+    """The bundled snapshot's cheapest rows are MI300X spot: their time rests on a guessed ROCm factor, and the row
+    says so (JSON speed_basis, the table's notes); an H100 row does not."""
+    out = run_cli("plan", "--model", "8B", "--tokens", "100B", "--gpu", "MI300X", "--gpu", "H100", "-f", "json")
+    assert out.returncode == 0, out.stderr
+    options = json.loads(out.stdout)["options"]
+    by_gpu = {o["gpu"]: o for o in options}
+    assert by_gpu["MI300X"]["speed_basis"] == "extrapolated"
+    assert "speed extrapolated" in by_gpu["MI300X"]["notes"]
+    h100 = next(o for o in options if o["gpu"].startswith("H100"))
+    assert h100["speed_basis"] == "calibrated" and "speed extrapolated" not in h100["notes"]
