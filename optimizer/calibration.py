@@ -134,6 +134,14 @@ class Case:
         return self.gpu_hours(m.high) <= self.published_gpu_hours <= self.gpu_hours(m.low)
 
 
+def whole_count(case: Case) -> Case:
+    """The case with every parameter in 6.N.D, an untied input embedding too: the FLOP count of rounds 1-4 of
+    issue 14, kept so that an ablation can measure what leaving the lookup out is worth."""
+    job = dataclasses.replace(case.job, model=dataclasses.replace(case.job.model, input_embedding=0.0))
+    flops = job.flops()
+    return dataclasses.replace(case, job=job, flops=flops.total, attention_share=flops.attention / flops.total)
+
+
 def cases(data: Iterable[dict[str, str]] | None = None) -> list[Case]:
     return [Case.of(row) for row in (rows() if data is None else data)]
 
@@ -236,8 +244,8 @@ GRID: dict[str, list[float]] = {
 # published FP8/BF16 benchmarks (mfu.FP8_BENCHMARKS, 1.28-1.42), and START holds it there. Only two organisations
 # published whole FP8 runs (Meta's Llama 4 pair, DeepSeek-V3), so each cross-validation fold that holds one out sets
 # the gain from the other alone; and on round 4's grid (1.2-2.0) the search now takes it to 1.5, outside the
-# benchmarks, standing in for the large-lab multiplier once Llama's untied embeddings left the FLOPs.
-ROUND_4_FP8_GRID = [1.2, 1.3, 1.4, 1.5, 1.6, 1.8, 2.0]
+# benchmarks, standing in for the large-lab multiplier once Llama's untied embeddings left the FLOPs
+# (bench/fit_mfu.py measures it).
 # Where the search starts, and what a constant keeps when the data cannot move it (a fold of the cross-validation
 # with no run of a class keeps that class's value here): round 4's shipped fit, no extra attention cost, the FP8 gain
 # as stated, and priors for the classes: a typical team at 0.8 of a tuned one, and a basic script at the same 0.8 (the
@@ -339,23 +347,23 @@ def with_bands(fit: Fit, data: Sequence[Case], *, per_class: bool = True) -> Fit
     The default ("typical") band also covers what the runs show when every one is assumed typical, and is never
     narrower than the pooled band: a user who says nothing may run a tuned stack or a basic one.
     """
+    default = mfu_model.DEFAULT_STACK
     low, high = band_for([c.log_ratio(fit) for c in data])
-    d_low, d_high = band_for([c.log_ratio(fit, mfu_model.DEFAULT_STACK) for c in data])
-    own: dict[str, tuple[float, float]] = {}
-    if per_class:
-        for stack in mfu_model.STACKS:
-            members = [c for c in data if c.stack == stack]
-            if len({c.organisation for c in members}) >= MIN_ORGANISATIONS_FOR_OWN_BAND:
-                own[stack] = band_for([c.log_ratio(fit) for c in members])
-    t_low, t_high = own.get(mfu_model.DEFAULT_STACK, (low, high))
-    wide = (min(d_low, low, t_low), max(d_high, high, t_high))
-    bands = tuple(
-        (stack, *(wide if stack == mfu_model.DEFAULT_STACK else own.get(stack, wide))) for stack in mfu_model.STACKS
-    )
+    d_low, d_high = band_for([c.log_ratio(fit, default) for c in data])
     if not per_class:  # rounds 1-4: the pooled band for a stated class, the default's for a class with few runs
+        wide = (min(d_low, low), max(d_high, high))
         counts = Counter(c.stack for c in data)
-        thin = [s for s in mfu_model.STACKS if s != mfu_model.DEFAULT_STACK and counts[s] < MIN_RUNS_FOR_OWN_CLASS]
-        bands = ((mfu_model.DEFAULT_STACK, *wide), *((s, *wide) for s in thin))
+        thin = [s for s in mfu_model.STACKS if s != default and counts[s] < MIN_RUNS_FOR_OWN_CLASS]
+        bands = ((default, *wide), *((s, *wide) for s in thin))
+        return dataclasses.replace(fit, band_low=low, band_high=high, bands=bands)
+    own: dict[str, tuple[float, float]] = {}
+    for stack in mfu_model.STACKS:
+        members = [c for c in data if c.stack == stack]
+        if len({c.organisation for c in members}) >= MIN_ORGANISATIONS_FOR_OWN_BAND:
+            own[stack] = band_for([c.log_ratio(fit) for c in members])
+    t_low, t_high = own.get(default, (low, high))
+    wide = (min(d_low, low, t_low), max(d_high, high, t_high))
+    bands = tuple((stack, *(wide if stack == default else own.get(stack, wide))) for stack in mfu_model.STACKS)
     return dataclasses.replace(fit, band_low=low, band_high=high, bands=bands)
 
 

@@ -118,6 +118,7 @@ def precision_note(gpu: GpuSpec, precision: str) -> str | None:
 
 def assumptions(est: Estimate) -> dict[str, Any]:
     job = est.job
+    basis = mfu_model.speed_basis(est.gpu)
     return {
         "method": job.method,
         "precision": job.precision,
@@ -138,10 +139,10 @@ def assumptions(est: Estimate) -> dict[str, Any]:
         "intra_node": est.gpu.intra_node,
         "mfu_factors": est.factors,
         "mfu_basis": "calibrated on published whole training runs (optimizer/data/calibration_runs.csv)",
-        "speed_basis": mfu_model.speed_basis(est.gpu),
+        "speed_basis": basis,
         "speed_basis_means": (
             f"published whole runs on {est.gpu.architecture} GPUs are in the calibration"
-            if mfu_model.speed_basis(est.gpu) == "calibrated"
+            if basis == "calibrated"
             else f"no published whole run on {est.gpu.architecture} GPUs: extrapolated from the datasheet"
             + (" and a stated ROCm factor" if mfu_model.amd_factor(est.gpu) is not None else "")
         ),

@@ -145,13 +145,7 @@ def test_leaving_untied_input_embeddings_out_of_the_flops_earns_its_place(data, 
     """Round 5's FLOP count (an untied input embedding is a lookup) against rounds 1-4's (every parameter in 6.N.D),
     each searched and cross-validated the same way: the lookup-free count predicts more runs within 0.8-1.25x (54
     against 46 of 87) with a smaller median error."""
-
-    def whole(case: Case) -> Case:
-        job = dataclasses.replace(case.job, model=dataclasses.replace(case.job.model, input_embedding=0.0))
-        flops = job.flops()
-        return dataclasses.replace(case, job=job, flops=flops.total, attention_share=flops.attention / flops.total)
-
-    old_cases = [whole(c) for c in data]
+    old_cases = [calibration.whole_count(c) for c in data]
     assert sum(o.flops > c.flops for o, c in zip(old_cases, data, strict=True)) >= 40
     counted = leave_one_organisation_out(old_cases)
     old = evaluate([h.case for h in counted], [h.fit for h in counted])
