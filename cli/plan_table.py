@@ -77,7 +77,7 @@ def cells(row: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def band_line(rows: list[dict[str, Any]]) -> str:
+def band_line(rows: list[dict[str, Any]], basis: str | None = None) -> str:
     """The ranges as multiples of the expected figure, said once for the rows shown."""
     lows = [r["wall_low"] / r["wall_expected"] for r in rows if r["wall_expected"]]
     highs = [r["wall_high"] / r["wall_expected"] for r in rows if r["wall_expected"]]
@@ -90,7 +90,7 @@ def band_line(rows: list[dict[str, Any]]) -> str:
 
     return (
         f"range: wall time and cost run from {span(lows)} (fastest plausible) to {span(highs)} (slowest plausible) "
-        "of the expected figure (the calibrated MFU band)"
+        f"of the expected figure ({basis or 'the calibrated MFU band'})"
     )
 
 

@@ -364,7 +364,84 @@ def with_bands(fit: Fit, data: Sequence[Case], *, per_class: bool = True) -> Fit
     t_low, t_high = own.get(default, (low, high))
     wide = (min(d_low, low, t_low), max(d_high, high, t_high))
     bands = tuple((stack, *(wide if stack == default else own.get(stack, wide))) for stack in mfu_model.STACKS)
-    return dataclasses.replace(fit, band_low=low, band_high=high, bands=bands)
+    return dataclasses.replace(fit, band_low=low, band_high=high, bands=bands, measured_band=transfer_band(data, fit))
+
+
+def same_team(data: Sequence[Case]) -> list[list[int]]:
+    """For each run, the other runs of its organisation with the same stack class: what ``--measured`` stands for."""
+    return [
+        [j for j, other in enumerate(data) if j != k and (other.organisation, other.stack) == (c.organisation, c.stack)]
+        for k, c in enumerate(data)
+    ]
+
+
+def transfer_log_ratios(data: Sequence[Case], fits: Sequence[Fit]) -> tuple[list[float], list[float]]:
+    """log(actual / predicted MFU) of each run predicted from one other run of the same team, and its weight.
+
+    The team's factor read off run ``m`` (published over modelled MFU) applied to run ``r`` leaves
+    log_ratio(r) - log_ratio(m): the stack multiplier cancels, what remains is how well the model's terms carry one
+    team's efficiency across models, sizes, GPU counts and GPUs, plus how each publication counted. Each run weighs
+    one, split over the teammates it can be predicted from; a run without one is left out. ``fits[k]`` predicts
+    ``data[k]`` (out of sample: the fit that never saw the run's organisation).
+    """
+    logs = [c.log_ratio(f) for c, f in zip(data, fits, strict=True)]
+    values: list[float] = []
+    weights: list[float] = []
+    for k, mates in enumerate(same_team(data)):
+        values.extend(logs[k] - logs[m] for m in mates)
+        weights.extend(1.0 / len(mates) for _ in mates)
+    return values, weights
+
+
+def weighted_quantile(values: Sequence[float], weights: Sequence[float], q: float) -> float:
+    """The smallest value with at least ``q`` of the total weight at or below it."""
+    total, seen = sum(weights), 0.0
+    ranked = sorted(zip(values, weights, strict=True))
+    for value, weight in ranked:
+        seen += weight
+        if seen >= q * total - 1e-12:
+            return value
+    return ranked[-1][0]
+
+
+def transfer_band(data: Sequence[Case], fit: Fit) -> tuple[float, float] | None:
+    """``Fit.measured_band``: the same-team transfers' spread (``BAND_QUANTILES``), widened by BAND_MARGIN."""
+    values, weights = transfer_log_ratios(data, [fit] * len(data))
+    if not values:
+        return None
+    lo, hi = (weighted_quantile(values, weights, q) for q in BAND_QUANTILES)
+    return round(min(math.exp(lo), 1.0) / BAND_MARGIN, 2), round(max(math.exp(hi), 1.0) * BAND_MARGIN, 2)
+
+
+@dataclass(frozen=True, slots=True)
+class TransferSummary:
+    """``--measured`` judged on the calibration: each run predicted from a teammate's run (per-run weights)."""
+
+    runs: int  # runs with at least one teammate
+    organisations: int
+    pairs: int
+    within_band: float
+    inside_range: float
+    median_error: float
+
+
+def evaluate_transfers(data: Sequence[Case], fits: Sequence[Fit]) -> TransferSummary:
+    """Shares of (run, teammate) predictions within BAND and inside ``fits[k].transfer_band()``; a run weighs one."""
+    values, weights = transfer_log_ratios(data, fits)
+    bands: list[tuple[float, float]] = []
+    for k, mates in enumerate(same_team(data)):
+        bands.extend([fits[k].transfer_band()] * len(mates))
+    total = sum(weights)
+    ratios = [math.exp(x) for x in values]
+    teamed = [c for c, mates in zip(data, same_team(data), strict=True) if mates]
+    return TransferSummary(
+        runs=len(teamed),
+        organisations=len({c.organisation for c in teamed}),
+        pairs=len(values),
+        within_band=sum(w for x, w in zip(ratios, weights, strict=True) if BAND[0] <= x <= BAND[1]) / total,
+        inside_range=sum(w for x, w, (lo, hi) in zip(ratios, weights, bands, strict=True) if lo <= x <= hi) / total,
+        median_error=weighted_quantile([abs(x - 1) for x in ratios], weights, 0.5),
+    )
 
 
 def ordered(fit: Fit) -> bool:

@@ -6,11 +6,15 @@ calls ``estimate`` once per (GPU, GPUs per instance, instances, fabric) it consi
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from optimizer import measured as measured_model
 from optimizer import mfu as mfu_model
 from optimizer.compute import METHODS, Flops, training_flops
+from optimizer.measured import Measurement
 from optimizer.memory import MemoryFit, memory_fit
 from optimizer.models import ModelSpec
 from warehouse.errors import UsageError
@@ -45,6 +49,7 @@ class Job:
     checkpointing: bool = True
     recompute: str = "selective"  # MFU: "full" recomputes every layer's forward pass (a third more FLOPs)
     stack: str = mfu_model.DEFAULT_STACK  # MFU: the software stack and team (mfu.STACKS)
+    measured: Measurement | None = None  # MFU: the user's own throughput, in place of the stack class (measured.py)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -60,6 +65,13 @@ class Job:
         if self.recompute not in mfu_model.RECOMPUTE:
             raise UsageError(f"--recompute must be one of {', '.join(mfu_model.RECOMPUTE)}, got {self.recompute!r}")
         mfu_model.check_stack(self.stack)
+        if self.measured is not None and self.precision == "fp8" and self.measured.gpu.fp8_tflops is None:
+            raise UsageError(f"--measured: {self.measured.gpu.name} has no FP8 tensor cores; measure an fp8 job on FP8")
+
+    @property
+    def team(self) -> str:
+        """The stack class, or ``measured`` when the user's own throughput sets the MFU."""
+        return "measured" if self.measured is not None else self.stack
 
     @property
     def memory_seq_len(self) -> int:
@@ -132,8 +144,12 @@ def assumptions(est: Estimate) -> dict[str, Any]:
         "micro_batch": job.micro_batch,
         "activation_checkpointing": job.checkpointing,
         "recompute": job.recompute,
-        "stack": job.stack,
-        "stack_means": mfu_model.STACKS[job.stack],
+        "stack": job.team,
+        "stack_means": (
+            mfu_model.STACKS[job.stack]
+            if job.measured is None
+            else f"your measurement, {job.measured}, carried to this GPU and count by the model (--measured)"
+        ),
         "gpus_per_node": est.gpus_per_node,
         "inter_node_fabric": est.fabric,
         "intra_node": est.gpu.intra_node,
@@ -148,6 +164,36 @@ def assumptions(est: Estimate) -> dict[str, Any]:
         ),
         "sharding": "ZeRO-3/FSDP across all GPUs of the job",
     }
+
+
+Modelled = Callable[[GpuSpec, int, int, str], mfu_model.Mfu]  # (GPU, GPUs, GPUs per node, stack) -> the model's MFU
+
+
+def _from_measurement(
+    job: Job, flops: Flops, gpu: GpuSpec, gpus: int, gpus_per_node: int, modelled: Modelled, fit: mfu_model.Fit
+) -> tuple[Range, dict[str, float]]:
+    """The MFU range of ``job`` on ``gpus`` x ``gpu`` from the user's measured throughput (optimizer/measured.py).
+
+    The team's factor is the measured steady MFU, less the goodput, over what the model expects of a tuned stack on
+    the measured GPU and count (on servers of ``measured.NODE_GPUS``); the model carries it to the target. Neither
+    figure is capped (a cap would not cancel); the result is, at the higher of the published ceiling and the user's
+    own whole-run figure.
+    """
+    measurement = job.measured
+    assert measurement is not None
+    peak = mfu_model.peak_flops(measurement.gpu, job.precision)
+    steady = measured_model.steady_mfu(measurement, flops.total / job.tokens, peak)
+    reference = math.prod(
+        modelled(measurement.gpu, measurement.gpus, measured_model.NODE_GPUS, "tuned").factors.values()
+    )
+    target = math.prod(modelled(gpu, gpus, gpus_per_node, "tuned").factors.values())
+    whole_run = steady * measured_model.GOODPUT
+    ceiling = max(mfu_model.MFU_CEILING, whole_run)
+    expected = min(whole_run * target / reference, ceiling)
+    same = measurement.gpu.name == gpu.name and measurement.gpus == gpus and target == reference
+    low, high = measured_model.band(fit.transfer_band(), same_setup=same)
+    factors = {"measured_steady": steady, "goodput": measured_model.GOODPUT, "transfer": target / reference}
+    return Range(expected * low, expected, min(expected * high, ceiling)), factors
 
 
 def estimate(
@@ -171,28 +217,36 @@ def estimate(
         raise UsageError(f"{gpu.name} has no FP8 tensor cores; use --precision bf16 or fp16")
     model = job.model
     flops = job.flops()
+    if mfu_override is not None and job.measured is not None:
+        raise UsageError("--mfu and --measured both set the MFU: give one of them")
     if mfu_override is not None:
         if not 0 < mfu_override <= 1:
             raise UsageError(f"--mfu must be between 0 and 1, got {mfu_override:g}")
         mfu = Range(mfu_override, mfu_override, mfu_override)
         factors = {"override": mfu_override}
     else:
-        m = mfu_model.realized_mfu(
-            gpu,
-            active_params=model.active_params,
-            gpus=gpus,
-            gpus_per_node=gpus_per_node,
-            fabric=fabric,
-            moe=model.moe,
-            method=job.method,
-            precision=job.precision,
-            recompute=job.recompute,
-            stack=job.stack,
-            attention_share=flops.attention / flops.total,
-            fit=fit,
-        )
-        mfu = Range(m.low, m.expected, m.high)
-        factors = m.factors
+
+        def modelled(on: GpuSpec, count: int, per_node: int, stack: str) -> mfu_model.Mfu:
+            return mfu_model.realized_mfu(
+                on,
+                active_params=model.active_params,
+                gpus=count,
+                gpus_per_node=per_node,
+                fabric=fabric,
+                moe=model.moe,
+                method=job.method,
+                precision=job.precision,
+                recompute=job.recompute,
+                stack=stack,
+                attention_share=flops.attention / flops.total,
+                fit=fit,
+            )
+
+        if job.measured is None:
+            m = modelled(gpu, gpus, gpus_per_node, job.stack)
+            mfu, factors = Range(m.low, m.expected, m.high), m.factors
+        else:
+            mfu, factors = _from_measurement(job, flops, gpu, gpus, gpus_per_node, modelled, fit)
     peak = mfu_model.peak_flops(gpu, job.precision)
     # GPU-hours are inversely proportional to MFU: the high MFU gives the low (fastest) figure
     gpu_hours = Range(*(flops.total / (peak * u) / 3600 for u in (mfu.high, mfu.expected, mfu.low)))

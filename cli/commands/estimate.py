@@ -58,6 +58,15 @@ StackOption = Annotated[
     ),
 ]
 
+MeasuredOption = Annotated[
+    str | None,
+    typer.Option(
+        "--measured",
+        help="Your stack's measured throughput on this model, in place of --stack: tokens/s per GPU @ GPUs x GPU, "
+        "e.g. 3100@8xA100-80GB. README: 'Your own throughput'.",
+    ),
+]
+
 
 def build_job(
     model: str,
@@ -70,9 +79,11 @@ def build_job(
     checkpointing: bool,
     recompute: str = "selective",
     stack: str = "typical",
+    measured: str | None = None,
 ) -> Job:
     """The job the model options describe; shared by ``estimate`` and ``plan``."""
     from optimizer.estimate import Job
+    from optimizer.measured import parse_measurement
     from optimizer.models import resolve_model
     from optimizer.units import parse_count
 
@@ -86,6 +97,7 @@ def build_job(
         checkpointing=checkpointing,
         recompute=recompute,
         stack=stack,
+        measured=parse_measurement(measured) if measured is not None else None,
     )
 
 
@@ -110,6 +122,7 @@ def estimate_command(
     no_checkpointing: NoCheckpointOption = False,
     recompute: RecomputeOption = "selective",
     stack: StackOption = "typical",
+    measured: MeasuredOption = None,
     mfu: MfuOption = None,
     format: FormatOption = Format.table,
     exact: ExactOption = False,
@@ -123,8 +136,9 @@ def estimate_command(
 
     keep_activations = either(checkpointing, no_checkpointing, "--checkpointing", "--no-checkpointing") is not False
     job = build_job(
-        model, tokens, active_params, method, precision, seq_len, micro_batch, keep_activations, recompute, stack
-    )
+        model, tokens, active_params, method, precision, seq_len, micro_batch, keep_activations, recompute, stack,
+        measured,
+    )  # fmt: skip
     est = estimate(job, catalog().resolve(gpu), gpus, gpus_per_node=gpus_per_node, fabric=fabric, mfu_override=mfu)
     data = est.as_dict()
     if format is Format.json:
@@ -163,17 +177,32 @@ def estimate_command(
     used = est.gpu.precision_used(job.precision)
     say(
         f"assumes: {job.method} training, {used}{' mixed precision' if used != job.precision else ''}, "
-        f"ZeRO-3/FSDP sharding, {_layout(gpus, est.gpus_per_node, fabric)}, a {job.stack} stack (--stack); "
+        f"ZeRO-3/FSDP sharding, {_layout(gpus, est.gpus_per_node, fabric)}, {_team(job)}; "
         "low = fastest plausible outcome",
         indent="  ",
     )
     why = precision_note(est.gpu, job.precision)
     if why:
         say(f"precision: {why} (--precision {job.precision} asked)", indent="  ")
+    if job.measured is not None:
+        f = est.factors
+        say(
+            f"MFU: your {f['measured_steady']:.1%} steady (--measured) x {f['goodput']:g} goodput "
+            f"x {f['transfer']:.2f} from the measured GPUs to these (the model's terms); range: README, "
+            "'Your own throughput'",
+            indent="  ",
+        )
+        return
     say(
         "MFU: calibrated on published whole training runs (see README, `python bench/calibration.py`); --mfu overrides",
         indent="  ",
     )
+
+
+def _team(job: Job) -> str:
+    if job.measured is None:
+        return f"a {job.stack} stack (--stack)"
+    return f"your stack as measured, {job.measured} (--measured)"
 
 
 def _layout(gpus: int, per_node: int, fabric: str) -> str:

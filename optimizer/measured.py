@@ -1,0 +1,90 @@
+"""``--measured``: a throughput the user measured on their own stack, in place of a ``--stack`` class.
+
+Why: out of sample, who runs a job explains most of what the MFU model misses. Typical teams differ from each other
+by a factor of five (README, Where it still misses), and nothing a publication says separates a fast typical team
+from a slow one. A user who has run a few hundred steps of the model on their own stack has that information:
+``--measured 3100@8xA100-80GB`` says "this model trained at 3,100 tokens/s per GPU on 8 A100-80GB".
+
+The measurement sets the team's factor; the MFU model carries it to other GPUs and GPU counts:
+
+    steady   = tokens/s/GPU x FLOPs per token / peak of the measured GPU       (the MFU the user saw)
+    factor   = steady x GOODPUT / mfu(measured GPU and count, stack "tuned")    (the team against a tuned one)
+    expected = factor x mfu(target GPU and count, stack "tuned")
+
+GOODPUT is the share of a whole run's wall time spent at that steady rate; restarts after failures, evaluation,
+checkpoint writes and data stalls take the rest. It is stated, not calibrated (no published run gives both figures
+for the same job with the restarts counted): 0.9, after the Llama 3 report's "higher than 90 % effective training
+time" on 16K H100 (Dubey et al. 2024, section 3.3.4; Llama 3.1 405B's published 30.84M GPU-hours are 37 % MFU with
+attention counted, against the 38-43 % steady MFU of the report's Table 4: 0.87-0.98). The range, 0.75-1.0, is a
+guess around it: a run that never stops, and a small team that restarts failed jobs by hand.
+
+The band: on the measured GPU and count, only the goodput range. Elsewhere also the transfer band
+(``Fit.measured_band``), read off the calibration the way a user would use it: each run predicted from another
+published run of the same organisation and stack class (``optimizer.calibration.transfer_log_ratios``); out of
+sample its figures are in ``python bench/calibration.py``. Those pairs differ in model, size and often GPU, so the
+band is wider than a same-model transfer needs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from warehouse.errors import UsageError
+from warehouse.gpus import GpuSpec
+
+GOODPUT = 0.9  # stated: whole-run wall time at the steady rate (Llama 3 report: > 90 % effective training time)
+NODE_GPUS = 8  # the measured GPUs sat on servers of this many (or on one server, when fewer)
+GOODPUT_RANGE = (0.75, 1.0)  # stated: a team that restarts by hand, and a run that never stops
+
+_MEASURED = re.compile(r"^\s*([0-9][0-9_,]*(?:\.[0-9]+)?)\s*([kK]?)\s*@\s*([0-9]+)\s*[x×*]\s*(\S.*?)\s*$")
+EXAMPLE = "3100@8xA100-80GB (tokens/s per GPU @ GPUs x GPU)"
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """A steady training throughput of the job's own model, on ``gpus`` of ``gpu`` (one node's layout or more)."""
+
+    tokens_per_s_per_gpu: float
+    gpu: GpuSpec
+    gpus: int
+
+    def __str__(self) -> str:
+        return f"{self.tokens_per_s_per_gpu:,.0f} tokens/s per GPU on {self.gpus} x {self.gpu.name}"
+
+
+def parse_measurement(text: str) -> Measurement:
+    """``3100@8xA100-80GB``, ``3.1k @ 16 x H100``: tokens/s per GPU, then the GPU count and the GPU it ran on."""
+    from warehouse.gpus import catalog
+
+    match = _MEASURED.match(text)
+    if match is None:
+        raise UsageError(f"cannot read --measured {text!r}: write it as {EXAMPLE}")
+    rate = float(match.group(1).replace(",", "").replace("_", "")) * (1000 if match.group(2) else 1)
+    gpus = int(match.group(3))
+    if not math.isfinite(rate) or rate <= 0:
+        raise UsageError(f"--measured: the throughput must be positive, got {text!r}")
+    if gpus <= 0:
+        raise UsageError(f"--measured: the GPU count must be positive, got {text!r}")
+    return Measurement(rate, catalog().resolve(match.group(4)), gpus)
+
+
+def steady_mfu(measurement: Measurement, flops_per_token: float, peak_flops: float) -> float:
+    """The MFU the measurement shows: achieved FLOP/s per GPU over the measured GPU's peak in the job's precision."""
+    mfu = measurement.tokens_per_s_per_gpu * flops_per_token / peak_flops
+    if mfu > 1:
+        raise UsageError(
+            f"--measured {measurement} is {mfu:.0%} of the GPU's peak for this model, which no GPU can do: "
+            "give tokens per second per GPU of this model (not of the whole job, not of a smaller model)"
+        )
+    return mfu
+
+
+def band(fit_band: tuple[float, float], same_setup: bool) -> tuple[float, float]:
+    """The slowest and fastest plausible whole run, as shares of the expected MFU.
+
+    The goodput range always; the transfer band too unless the target is the measured GPU and count.
+    """
+    low, high = (1.0, 1.0) if same_setup else fit_band
+    return low * GOODPUT_RANGE[0] / GOODPUT, high * GOODPUT_RANGE[1] / GOODPUT
