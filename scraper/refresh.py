@@ -341,9 +341,14 @@ def refresh(
                 _parse_one(entry, kept.get(item.provider), raw_root, mode)
         return _load_all(db_path, ready, mode, say, cancel, set(accept_drop), con=None if replay is None else con)
     finally:
-        if replay is not None:
-            con.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+        # nested: one Ctrl-C can surface twice, as DuckDB's "Query interrupted" in a load and then, once DuckDB
+        # returns to Python, as the main thread's pending KeyboardInterrupt, here in close(); the fetch's
+        # temporary files must go either way
+        try:
+            if replay is not None:
+                con.close()
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _keep_raw(root: Path, payloads: list[RawPayload]) -> list[RawRow]:
