@@ -18,7 +18,7 @@ time" on 16K H100 (Dubey et al. 2024, section 3.3.4; Llama 3.1 405B's published 
 attention counted, against the 38-43 % steady MFU of the report's Table 4: 0.87-0.98). The range, 0.75-1.0, is a
 guess around it: a run that never stops, and a small team that restarts failed jobs by hand.
 
-The band: on the measured GPU and count, only the goodput range. Elsewhere also the transfer band
+The band: on the measured GPU and count, the goodput range. Elsewhere the transfer band
 (``Fit.measured_band``), read off the calibration the way a user would use it: each run predicted from another
 published run of the same organisation and stack class (``optimizer.calibration.transfer_log_ratios``); out of
 sample its figures are in ``python bench/calibration.py``. Those pairs differ in model, size and often GPU, so the
@@ -84,7 +84,11 @@ def steady_mfu(measurement: Measurement, flops_per_token: float, peak_flops: flo
 def band(fit_band: tuple[float, float], same_setup: bool) -> tuple[float, float]:
     """The slowest and fastest plausible whole run, as shares of the expected MFU.
 
-    The goodput range always; the transfer band too unless the target is the measured GPU and count.
+    On the measured GPU and count, the goodput range. Elsewhere the transfer band, which holds it: the band is read
+    off whole runs predicted from whole runs, so each side's restarts are already in its spread (compounding the two
+    would count them twice).
     """
-    low, high = (1.0, 1.0) if same_setup else fit_band
-    return low * GOODPUT_RANGE[0] / GOODPUT, high * GOODPUT_RANGE[1] / GOODPUT
+    g_low, g_high = GOODPUT_RANGE[0] / GOODPUT, GOODPUT_RANGE[1] / GOODPUT
+    if same_setup:
+        return g_low, g_high
+    return min(fit_band[0], g_low), max(fit_band[1], g_high)

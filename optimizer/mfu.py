@@ -9,7 +9,9 @@ calibrated on published whole runs (optimizer/data/calibration_runs.csv, report:
     mfu = BASE                                 whole-run MFU of a dense model on A100-80GB nodes with a
                                                tuned open framework (GPT-NeoX, llm-foundry, nanotron...)
         x STACK[--stack]                       the software stack and the team behind it (STACKS below):
-                                               large-lab, tuned (1), typical (the default), basic
+                                               large-lab, tuned (1), typical (the default), basic; or,
+                                               with --measured, the user's own throughput sets it
+                                               (optimizer/measured.py)
         x (bandwidth per FLOP / A100's)^A      faster tensor cores outrun their memory: H100 has half
                                                the bytes per FLOP of A100 and sustains ~0.7 of its MFU
         x 1 / (1 + peak/312 x N_s / N)        small matrices: below ~1B parameters the memory-bound

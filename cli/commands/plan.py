@@ -381,7 +381,7 @@ def _explain(job, wide: bool = False) -> None:
         )
         band = (
             "MFU band",
-            f"goodput {g_low:g}-{g_high:g} of {measured.GOODPUT:g}; elsewhere than the measured GPUs also "
+            f"on the measured GPUs goodput {g_low:g}-{g_high:g} of {measured.GOODPUT:g}; elsewhere "
             f"x{t_low:g}-x{t_high:g}",
             "stated; a run predicted from another run of its team, the calibration's 10-90 % spread widened 13 %",
         )
