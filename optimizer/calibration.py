@@ -293,7 +293,11 @@ def organisation_weights(data: Sequence[Case]) -> list[float]:
 def band_for(log_ratios: Sequence[float]) -> tuple[float, float]:
     """band_low, band_high: the fitted runs' residual spread (``BAND_QUANTILES``), each edge widened by BAND_MARGIN."""
     q = statistics.quantiles(sorted(log_ratios), n=100, method="inclusive")
-    lo, hi = q[round(BAND_QUANTILES[0] * 100) - 1], q[round(BAND_QUANTILES[1] * 100) - 1]
+    return widened(q[round(BAND_QUANTILES[0] * 100) - 1], q[round(BAND_QUANTILES[1] * 100) - 1])
+
+
+def widened(lo: float, hi: float) -> tuple[float, float]:
+    """A band from the low and high log residuals: never inside 1, each edge moved out by BAND_MARGIN, rounded."""
     return round(min(math.exp(lo), 1.0) / BAND_MARGIN, 2), round(max(math.exp(hi), 1.0) * BAND_MARGIN, 2)
 
 
@@ -375,8 +379,8 @@ def same_team(data: Sequence[Case]) -> list[list[int]]:
     ]
 
 
-def transfer_log_ratios(data: Sequence[Case], fits: Sequence[Fit]) -> tuple[list[float], list[float]]:
-    """log(actual / predicted MFU) of each run predicted from one other run of the same team, and its weight.
+def transfer_log_ratios(data: Sequence[Case], fits: Sequence[Fit]) -> list[tuple[int, float, float]]:
+    """(run, log(actual / predicted MFU), weight) for each run predicted from one other run of the same team.
 
     The team's factor read off run ``m`` (published over modelled MFU) applied to run ``r`` leaves
     log_ratio(r) - log_ratio(m): the stack multiplier cancels, what remains is how well the model's terms carry one
@@ -385,12 +389,7 @@ def transfer_log_ratios(data: Sequence[Case], fits: Sequence[Fit]) -> tuple[list
     ``data[k]`` (out of sample: the fit that never saw the run's organisation).
     """
     logs = [c.log_ratio(f) for c, f in zip(data, fits, strict=True)]
-    values: list[float] = []
-    weights: list[float] = []
-    for k, mates in enumerate(same_team(data)):
-        values.extend(logs[k] - logs[m] for m in mates)
-        weights.extend(1.0 / len(mates) for _ in mates)
-    return values, weights
+    return [(k, logs[k] - logs[m], 1.0 / len(mates)) for k, mates in enumerate(same_team(data)) for m in mates]
 
 
 def weighted_quantile(values: Sequence[float], weights: Sequence[float], q: float) -> float:
@@ -405,12 +404,12 @@ def weighted_quantile(values: Sequence[float], weights: Sequence[float], q: floa
 
 
 def transfer_band(data: Sequence[Case], fit: Fit) -> tuple[float, float] | None:
-    """``Fit.measured_band``: the same-team transfers' spread (``BAND_QUANTILES``), widened by BAND_MARGIN."""
-    values, weights = transfer_log_ratios(data, [fit] * len(data))
-    if not values:
+    """``Fit.measured_band``: the same-team transfers' spread (``BAND_QUANTILES``), widened as ``band_for``'s."""
+    pairs = transfer_log_ratios(data, [fit] * len(data))
+    if not pairs:
         return None
-    lo, hi = (weighted_quantile(values, weights, q) for q in BAND_QUANTILES)
-    return round(min(math.exp(lo), 1.0) / BAND_MARGIN, 2), round(max(math.exp(hi), 1.0) * BAND_MARGIN, 2)
+    values, weights = [x for _, x, _ in pairs], [w for _, _, w in pairs]
+    return widened(*(weighted_quantile(values, weights, q) for q in BAND_QUANTILES))
 
 
 @dataclass(frozen=True, slots=True)
@@ -427,20 +426,24 @@ class TransferSummary:
 
 def evaluate_transfers(data: Sequence[Case], fits: Sequence[Fit]) -> TransferSummary:
     """Shares of (run, teammate) predictions within BAND and inside ``fits[k].transfer_band()``; a run weighs one."""
-    values, weights = transfer_log_ratios(data, fits)
-    bands: list[tuple[float, float]] = []
-    for k, mates in enumerate(same_team(data)):
-        bands.extend([fits[k].transfer_band()] * len(mates))
-    total = sum(weights)
-    ratios = [math.exp(x) for x in values]
-    teamed = [c for c, mates in zip(data, same_team(data), strict=True) if mates]
+    pairs = transfer_log_ratios(data, fits)
+    total = sum(w for _, _, w in pairs)
+
+    def share(keep: Callable[[int, float], bool]) -> float:
+        return sum(w for k, x, w in pairs if keep(k, math.exp(x))) / total
+
+    def inside(k: int, ratio: float) -> bool:
+        low, high = fits[k].transfer_band()
+        return low <= ratio <= high
+
+    teamed = {k for k, _, _ in pairs}
     return TransferSummary(
         runs=len(teamed),
-        organisations=len({c.organisation for c in teamed}),
-        pairs=len(values),
-        within_band=sum(w for x, w in zip(ratios, weights, strict=True) if BAND[0] <= x <= BAND[1]) / total,
-        inside_range=sum(w for x, w, (lo, hi) in zip(ratios, weights, bands, strict=True) if lo <= x <= hi) / total,
-        median_error=weighted_quantile([abs(x - 1) for x in ratios], weights, 0.5),
+        organisations=len({data[k].organisation for k in teamed}),
+        pairs=len(pairs),
+        within_band=share(lambda _, ratio: BAND[0] <= ratio <= BAND[1]),
+        inside_range=share(inside),
+        median_error=weighted_quantile([abs(math.exp(x) - 1) for _, x, _ in pairs], [w for _, _, w in pairs], 0.5),
     )
 
 

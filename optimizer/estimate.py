@@ -175,9 +175,9 @@ def _from_measurement(
     """The MFU range of ``job`` on ``gpus`` x ``gpu`` from the user's measured throughput (optimizer/measured.py).
 
     The team's factor is the measured steady MFU, less the goodput, over what the model expects of a tuned stack on
-    the measured GPU and count (on servers of ``measured.NODE_GPUS``); the model carries it to the target. Neither
-    figure is capped (a cap would not cancel); the result is, at the higher of the published ceiling and the user's
-    own whole-run figure.
+    the measured GPU and count (on servers of ``measured.NODE_GPUS``); the model carries it to the target. The two
+    model figures are not capped (a cap would not cancel in their ratio); the result is capped at the higher of the
+    published ceiling and the user's own whole-run figure.
     """
     measurement = job.measured
     assert measurement is not None

@@ -35,8 +35,8 @@ from warehouse.errors import UsageError
 from warehouse.gpus import GpuSpec
 
 GOODPUT = 0.9  # stated: whole-run wall time at the steady rate (Llama 3 report: > 90 % effective training time)
-NODE_GPUS = 8  # the measured GPUs sat on servers of this many (or on one server, when fewer)
 GOODPUT_RANGE = (0.75, 1.0)  # stated: a team that restarts by hand, and a run that never stops
+NODE_GPUS = 8  # the measured GPUs sat on servers of this many (or on one server, when fewer)
 
 _MEASURED = re.compile(r"^\s*([0-9][0-9_,]*(?:\.[0-9]+)?)\s*([kK]?)\s*@\s*([0-9]+)\s*[x×*]\s*(\S.*?)\s*$")
 EXAMPLE = "3100@8xA100-80GB (tokens/s per GPU @ GPUs x GPU)"

@@ -6,8 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import subprocess
-import sys
 
 import pytest
 
@@ -26,6 +24,7 @@ from optimizer.calibration import (
 )
 from optimizer.estimate import Job, estimate
 from optimizer.models import resolve_model
+from tests.conftest import run_costopt
 from warehouse.errors import UsageError
 from warehouse.gpus import catalog
 
@@ -286,17 +285,13 @@ def test_the_fast_path_agrees_with_estimate(data):
         assert math.exp(case.log_ratio()) == pytest.approx(predict(by_id[case.id]).ratio)
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli.app", *args], capture_output=True, text=True, timeout=60)
-
-
 def test_cli_stack_option():
     base = ["estimate", "--model", "8B", "--tokens", "100B", "--gpu", "A100", "--gpus", "8", "-f", "json", "--exact"]
-    typical = json.loads(run_cli(*base).stdout)
-    tuned = json.loads(run_cli(*base, "--stack", "tuned").stdout)
+    typical = json.loads(run_costopt(*base).stdout)
+    tuned = json.loads(run_costopt(*base, "--stack", "tuned").stdout)
     assert typical["assumptions"]["stack"] == "typical" and tuned["assumptions"]["stack"] == "tuned"
     assert tuned["mfu"]["expected"] == pytest.approx(typical["mfu"]["expected"] / FIT.typical)
-    bad = run_cli(*base, "--stack", "fast")
+    bad = run_costopt(*base, "--stack", "fast")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--stack must be one of" in bad.stderr
 
 
@@ -329,7 +324,7 @@ def test_the_calibrated_gpu_families_are_those_with_published_whole_runs():
 def test_plan_flags_an_option_whose_speed_is_extrapolated():
     """The bundled snapshot's cheapest rows are MI300X spot: their time rests on a guessed ROCm factor, and the row
     says so (JSON speed_basis, the table's notes); an H100 row does not."""
-    out = run_cli("plan", "--model", "8B", "--tokens", "100B", "--gpu", "MI300X", "--gpu", "H100", "-f", "json")
+    out = run_costopt("plan", "--model", "8B", "--tokens", "100B", "--gpu", "MI300X", "--gpu", "H100", "-f", "json")
     assert out.returncode == 0, out.stderr
     options = json.loads(out.stdout)["options"]
     by_gpu = {o["gpu"]: o for o in options}

@@ -4,8 +4,6 @@ band, and what it is worth on the calibration runs out of sample (each run predi
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -15,6 +13,7 @@ from optimizer import mfu as mfu_model
 from optimizer.estimate import Job, estimate
 from optimizer.measured import parse_measurement
 from optimizer.models import resolve_model
+from tests.conftest import run_costopt
 from warehouse.errors import UsageError
 from warehouse.gpus import catalog
 
@@ -127,24 +126,20 @@ def test_a_measurement_earns_its_place_out_of_sample(held_out):
     assert t_typ.within_band >= 0.5 - 1e-9 > s_typ.within_band
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli.app", *args], capture_output=True, text=True, timeout=60)
-
-
 def test_cli_measured_option():
     base = ["estimate", "--model", "8B", "--tokens", "100B", "--gpu", "A100", "--gpus", "8", "-f", "json", "--exact"]
-    out = run_cli(*base, "--measured", "3100@8xA100-80GB")
+    out = run_costopt(*base, "--measured", "3100@8xA100-80GB")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["assumptions"]["stack"] == "measured"
     assert "3,100 tokens/s per GPU on 8 x A100-80GB" in data["assumptions"]["stack_means"]
     assert data["mfu"]["expected"] == pytest.approx(STEADY * measured_model.GOODPUT)
-    bad = run_cli(*base, "--measured", "3100 on A100")
+    bad = run_costopt(*base, "--measured", "3100 on A100")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "cannot read --measured" in bad.stderr
 
 
 def test_plan_prices_every_option_from_the_measurement():
-    out = run_cli("plan", "--model", "8B", "--tokens", "100B", "--gpu", "A100-80GB", "--measured",
+    out = run_costopt("plan", "--model", "8B", "--tokens", "100B", "--gpu", "A100-80GB", "--measured",
                   "3100@8xA100-80GB", "-f", "json", "--exact")  # fmt: skip
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
