@@ -67,7 +67,11 @@ def parse_measurement(text: str) -> Measurement:
         raise UsageError(f"--measured: the throughput must be positive, got {text!r}")
     if gpus <= 0:
         raise UsageError(f"--measured: the GPU count must be positive, got {text!r}")
-    return Measurement(rate, catalog().resolve(match.group(4)), gpus)
+    try:
+        gpu = catalog().resolve(match.group(4))
+    except UsageError as exc:
+        raise UsageError(f"--measured: {exc}") from None
+    return Measurement(rate, gpu, gpus)
 
 
 def steady_mfu(measurement: Measurement, flops_per_token: float, peak_flops: float) -> float:

@@ -35,7 +35,7 @@ def test_a_measurement_is_read_in_the_words_the_help_gives():
 
 @pytest.mark.parametrize("text", ["3100", "3100@A100", "fast@8xA100", "0@8xA100", "3100@0xA100", "3100@8xNOPE"])
 def test_a_measurement_that_cannot_be_read_is_a_usage_error(text):
-    with pytest.raises(UsageError):
+    with pytest.raises(UsageError, match="--measured"):
         parse_measurement(text)
 
 
