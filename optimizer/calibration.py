@@ -271,17 +271,30 @@ MIN_RUNS_FOR_OWN_CLASS = 5  # rounds 1-4 (per_class=False): a stated class with 
 BAND_MARGIN = 1.13  # each edge moved out by 13 %: a band read off in-sample residuals is too narrow out of sample
 
 
-def score(log_ratios: Sequence[float], weights: Sequence[float]) -> float:
-    """Higher is better: minus the weighted mean |log(predicted / published)|.
+# A run predicted more than LOSS_CAP times too fast or too slow costs the search no more than one at exactly that
+# factor. Round 6 of issue 14 (2026-11-24), measured by ``python bench/fit_mfu.py --loss``: with the plain mean
+# |log error| the typical teams three times slower than the model (Lucie-7B, Pleias 3B, Motif 2.6B, YaLM, the
+# SberDevices runs; nothing in their publications sets them apart) pulled the typical multiplier to 0.8 and the
+# large-lab one to 1.1, and the bulk of the runs paid for it. Capped, they stop pulling the constants; the bands,
+# read off every run's residual, still carry them. Leave-one-organisation-out: 62 % within 0.8-1.25x uncapped, 64-71 %
+# for any cap from 1.3x to 3x; 1.8x is the one the same cross-validation picks, and nested (the cap chosen inside
+# each fold without the held-out organisation) the capped search keeps 70 %.
+LOSS_CAP = 1.8
+LOSS_CAPS = (1.3, 1.5, 1.8, 2.0, 2.5, 3.0, None)  # what bench/fit_mfu.py compares; None: the uncapped mean |log|
 
-    The mean absolute log error is the median-seeking, outlier-tolerant loss: one organisation whose runs are
-    three times slower than anyone else's (YaLM, SberDevices' V100 runs) pulls a constant only as far as its
-    weight, instead of deciding it. The share within 0.8-1.25x (the previous objective) is a step function of
-    the constants: coordinate descent stalled on its plateaus and out of sample it did no better (62 % against
-    64 %).
+
+def score(log_ratios: Sequence[float], weights: Sequence[float], cap: float | None = LOSS_CAP) -> float:
+    """Higher is better: minus the weighted mean of |log(predicted / published)|, each capped at log ``cap``.
+
+    The mean absolute log error is the median-seeking loss, and capped it is a redescending one: a run a factor of
+    three off (a team whose publication counted more than the run, or whose run stalled for reasons it does not say)
+    moves no constant, instead of moving each as far as its weight allows. The share within 0.8-1.25x (the objective
+    of round 1) is a step function of the constants: coordinate descent stalled on its plateaus and out of sample it
+    did no better (62 % against 64 %). ``cap=None`` is the uncapped loss of rounds 2-5.
     """
+    limit = math.inf if cap is None else math.log(cap)
     total = sum(weights)
-    return -sum(w * abs(x) for x, w in zip(log_ratios, weights, strict=True)) / total
+    return -sum(w * min(abs(x), limit) for x, w in zip(log_ratios, weights, strict=True)) / total
 
 
 def organisation_weights(data: Sequence[Case]) -> list[float]:
@@ -308,8 +321,9 @@ def search(
     grid: dict[str, list[float]] | None = None,
     max_sweeps: int = 12,
     per_class_bands: bool = True,
+    loss_cap: float | None = LOSS_CAP,
 ) -> Fit:
-    """The fit the search picks on ``data``: coordinate descent over ``grid`` (GRID), then the bands.
+    """The fit the search picks on ``data``: coordinate descent over ``grid`` (GRID) on ``score``, then the bands.
 
     A stronger search was tried in round 4 and not kept: after each converged sweep, every pair of constants moved
     one grid step together. It finds a better fit in sample (mean |log error| 0.274 against 0.278) and a worse one
@@ -319,7 +333,7 @@ def search(
     weights = organisation_weights(data)
 
     def judged(fit: Fit) -> float:
-        return score([c.log_ratio(fit) for c in data], weights)
+        return score([c.log_ratio(fit) for c in data], weights, loss_cap)
 
     fit, best = start, judged(start)
     for _ in range(max_sweeps):
@@ -469,3 +483,41 @@ def leave_one_organisation_out(
             if c.organisation == organisation:
                 out[c.id] = HeldOut(c, fit)
     return [out[c.id] for c in data]
+
+
+def held_out_summary(held: Sequence[HeldOut], stack: str | None = None) -> Summary:
+    return evaluate([h.case for h in held], [h.fit for h in held], stack)
+
+
+def loss_cap_rank(s: Summary) -> tuple[float, float, float]:
+    """How a loss cap is chosen: most runs within 0.8-1.25x, then most inside the range, then the narrower range."""
+    return round(s.within_band, 9), round(s.inside_range, 9), -s.median_width
+
+
+def chosen_loss_cap(data: Sequence[Case], caps: Sequence[float | None] = LOSS_CAPS) -> float | None:
+    """The cap whose search predicts ``data`` best leave-one-organisation-out (ties: the first in ``caps``)."""
+    if len(caps) == 1:
+        return caps[0]
+    ranked = [
+        (loss_cap_rank(held_out_summary(leave_one_organisation_out(data, searcher=searcher_for(cap)))), -i, cap)
+        for i, cap in enumerate(caps)
+    ]
+    return max(ranked, key=lambda r: r[:2])[2]
+
+
+def searcher_for(cap: float | None) -> Callable[[Sequence[Case]], Fit]:
+    return lambda d: search(d, loss_cap=cap)
+
+
+def nested_fold(
+    data: Sequence[Case], organisation: str, caps: Sequence[float | None] = LOSS_CAPS
+) -> tuple[float | None, list[HeldOut]]:
+    """The cap chosen without ``organisation``, and its runs predicted by the constants that cap's search picks.
+
+    The cap is a choice made by cross-validation, so judging it by the same cross-validation flatters it; nested,
+    the held-out organisation neither chooses the cap nor sets the constants (``bench/fit_mfu.py --nested``).
+    """
+    others = [c for c in data if c.organisation != organisation]
+    cap = chosen_loss_cap(others, caps)
+    fit = search(others, loss_cap=cap)
+    return cap, [HeldOut(c, fit) for c in data if c.organisation == organisation]

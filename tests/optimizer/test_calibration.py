@@ -23,6 +23,7 @@ from optimizer.calibration import (
     search,
 )
 from optimizer.estimate import Job, estimate
+from optimizer.measured import GOODPUT, GOODPUT_RANGE
 from optimizer.models import resolve_model
 from tests.conftest import run_costopt
 from warehouse.errors import UsageError
@@ -64,10 +65,10 @@ def test_in_sample_figures(data):
     """What bench/calibration.py prints for the shipped constants on every run (README, Calibration)."""
     s = evaluate(data, [FIT] * len(data))
     assert len(data) == 87
-    assert s.within_band >= 0.62
+    assert s.within_band >= 0.70
     assert s.inside_range >= 0.90
-    assert s.median_width <= 2.5
-    assert s.median_error <= 0.145
+    assert s.median_width <= 2.3
+    assert s.median_error <= 0.135
     assert 0.9 <= s.median_ratio <= 1.1
 
 
@@ -75,17 +76,41 @@ def test_leave_one_organisation_out_figures(held_out):
     """The headline, out of sample: each organisation predicted by constants chosen without any of its runs.
 
     Issue 14's targets: >= 85 % inside [low, high], median band <= 2.5, median |error| <= 15 % and, with the default
-    class for every run, >= 85 % inside: met on the 87 runs of round 5 (86 %, 2.50, 14.8 %, 92 %) and held here.
-    Within 0.8-1.25x (target 75 %) is not met: 62 % (54 of 87); the floor holds what was measured (README, Where it
-    still misses: the typical teams added in round 5 differ among themselves by a factor of five).
+    class for every run, >= 85 % inside: met on the 87 runs with round 6's capped loss (90 %, 2.35, 14.9 %, 94 %).
+    Within 0.8-1.25x (target 75 %) is not met: 71 % (62 of 87; 62 % with rounds 2-5's uncapped loss, and 70 % when
+    the cap itself is chosen without the held-out organisation, bench/fit_mfu.py --nested).
     """
     s = evaluate([h.case for h in held_out], [h.fit for h in held_out])
     assert s.inside_range >= 0.85
     assert s.median_width <= 2.5
     assert s.median_error <= 0.15
-    assert s.within_band >= 54 / 87 - 1e-9
+    assert round(s.within_band * 87) == 62
     default = evaluate([h.case for h in held_out], [h.fit for h in held_out], mfu_model.DEFAULT_STACK)
     assert default.inside_range >= 0.85
+
+
+def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
+    """Rounds 2-5's loss, the plain mean |log error|, searched and cross-validated the same way: the slow typical
+    teams pull the typical multiplier to 0.8 and the large-lab one to 1.1, and 8 runs fewer land within 0.8-1.25x
+    (54 of 87), 7 fewer inside the range, with a wider median range (2.50)."""
+    uncapped = leave_one_organisation_out(data, searcher=calibration.searcher_for(None))
+    old = evaluate([h.case for h in uncapped], [h.fit for h in uncapped])
+    shipped = evaluate([h.case for h in held_out], [h.fit for h in held_out])
+    assert (round(old.within_band * 87), round(shipped.within_band * 87)) == (54, 62)
+    assert (round(old.inside_range * 87), round(shipped.inside_range * 87)) == (75, 78)
+    assert shipped.median_width < old.median_width
+    plain = search(data, loss_cap=None)
+    assert (plain.typical, plain.large_lab) == (0.8, 1.1) and (FIT.typical, FIT.large_lab) == (0.9, 1.0)
+    assert calibration.chosen_loss_cap(data, (None, calibration.LOSS_CAP)) == calibration.LOSS_CAP
+
+
+def test_a_capped_loss_ignores_a_run_beyond_the_cap():
+    """A run three times off weighs as one at the cap: moving it further changes nothing, inside the cap it counts."""
+    cap = math.log(calibration.LOSS_CAP)
+    assert calibration.score([0.1, math.log(3)], [1, 1]) == calibration.score([0.1, math.log(30)], [1, 1])
+    assert calibration.score([0.1, math.log(3)], [1, 1]) == pytest.approx(-(0.1 + cap) / 2)
+    assert calibration.score([0.1, 0.2], [1, 1]) > calibration.score([0.1, 0.3], [1, 1])
+    assert calibration.score([0.1, math.log(3)], [1, 1], cap=None) == pytest.approx(-(0.1 + math.log(3)) / 2)
 
 
 def test_an_organisation_is_held_out_whole(data, held_out):
@@ -107,26 +132,29 @@ def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
 
 
 def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
-    """Round 1's sharp knee, 1 / (1 + (T.G/N)^2) on every job, searched the same way, cross-validates worse than
-    compute / (compute + sync) charged only across nodes: fewer runs inside the range, a larger median error and a
-    default band that covers fewer (on the 87 runs of round 5 it puts two more runs within 0.8-1.25x, 56 against 54;
-    on round 4's 66 it put 42 against 48): a stated form the data test, not a knob."""
+    """Round 1's sharp knee, 1 / (1 + (T.G/N)^2) on every job, searched the same way, cross-validates to fewer runs
+    within 0.8-1.25x than compute / (compute + sync) charged only across nodes (58 against 62 of 87 with round 6's
+    loss; 42 against 48 of round 4's 66) and a default band that covers fewer; it does have the smaller median error
+    (13 % against 15 %) and one run more inside its range (79 against 78). A stated form the data test, not a knob:
+    the target the issue is missing is the share within, and there the stated form wins."""
     knee = dataclasses.replace(calibration.START, scale_out_exponent=2.0, scale_out_in_node=True)
     round_1 = leave_one_organisation_out(data, searcher=lambda d: search(d, start=knee))
     old = evaluate([h.case for h in round_1], [h.fit for h in round_1])
     shipped = evaluate([h.case for h in held_out], [h.fit for h in held_out])
-    assert shipped.inside_range > old.inside_range
-    assert shipped.median_error < old.median_error
+    assert round(shipped.within_band * 87) == 62 and round(old.within_band * 87) == 58
+    assert round(shipped.inside_range * 87) == 78 and round(old.inside_range * 87) == 79
+    assert old.median_error < shipped.median_error
     old_default = evaluate([h.case for h in round_1], [h.fit for h in round_1], mfu_model.DEFAULT_STACK)
     default = evaluate([h.case for h in held_out], [h.fit for h in held_out], mfu_model.DEFAULT_STACK)
     assert default.inside_range > old_default.inside_range
 
 
-def test_the_fp8_gain_is_stated_inside_the_published_benchmarks_and_earns_its_place(data, held_out):
+def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     """Round 4's search on the whole runs put the FP8 gain at 1.4, inside the published FP8/BF16 throughput ratios
     (torchtitan, OLMo-core, Megatron-LM with Transformer Engine: 1.28-1.42); round 5 states it there (two organisations'
-    FP8 runs cannot set it in a fold that holds one out). Held at the round-1-3 value 1.3 the same search
-    cross-validates worse (53 of 87 within instead of 54, median error 17 % against 15 %)."""
+    FP8 runs cannot set it in a fold that holds one out). The whole runs barely tell it from the round-1-3 value 1.3:
+    held there, the same search cross-validates to one run fewer within 0.8-1.25x (61 against 62 of 87) and a median
+    error 0.1 points smaller. Searched on round 4's grid it goes to 1.6, outside every benchmark (bench/fit_mfu.py)."""
     low, high = mfu_model.FP8_BENCHMARKS
     assert low <= FIT.fp8_gain <= high and FIT.fp8_gain == mfu_model.FP8_GAIN == calibration.START.fp8_gain
     assert "fp8_gain" not in calibration.GRID
@@ -134,16 +162,16 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks_and_earns_its_pl
     stated = leave_one_organisation_out(data, searcher=lambda d: search(d, start=older))
     old = evaluate([h.case for h in stated], [h.fit for h in stated])
     shipped = evaluate([h.case for h in held_out], [h.fit for h in held_out])
-    assert shipped.within_band > old.within_band
-    assert shipped.median_error < old.median_error
+    assert round(shipped.within_band * 87) == 62 and round(old.within_band * 87) == 61
+    assert shipped.median_error == pytest.approx(old.median_error, abs=0.005)
     scout = next(c for c in data if c.name == "Llama 4 Scout")
     assert scout.mfu(FIT).factors["fp8"] == pytest.approx(FIT.fp8_gain * 989 / 1979)
 
 
 def test_leaving_untied_input_embeddings_out_of_the_flops_earns_its_place(data, held_out):
     """Round 5's FLOP count (an untied input embedding is a lookup) against rounds 1-4's (every parameter in 6.N.D),
-    each searched and cross-validated the same way: the lookup-free count predicts more runs within 0.8-1.25x (54
-    against 46 of 87) with a smaller median error."""
+    each searched and cross-validated the same way: the lookup-free count predicts more runs within 0.8-1.25x (62
+    against 55 of 87) with a smaller median error."""
     old_cases = [calibration.whole_count(c) for c in data]
     assert sum(o.flops > c.flops for o, c in zip(old_cases, data, strict=True)) >= 40
     counted = leave_one_organisation_out(old_cases)
@@ -156,7 +184,7 @@ def test_leaving_untied_input_embeddings_out_of_the_flops_earns_its_place(data, 
 def test_a_class_with_runs_from_three_organisations_gets_its_own_band(data, held_out):
     """Large-lab teams differ little and typical ones a great deal: each class's band is read off its own runs once
     three organisations stand behind it; basic (two) gets the default's. One pooled band for every stated class
-    (rounds 1-4) cross-validates to a wider median band (2.75 against 2.50) and a default band covering fewer runs."""
+    (rounds 1-4) cross-validates to a wider median band (2.65 against 2.35) and a default band covering fewer runs."""
     ll_low, ll_high = FIT.band("large-lab")
     ty_low, ty_high = FIT.band("typical")
     assert ll_high / ll_low < FIT.band("tuned")[1] / FIT.band("tuned")[0] < ty_high / ty_low
@@ -249,14 +277,20 @@ def test_older_gpus_and_attention_pay_their_stated_factors():
 
 
 def test_amd_cdna2_factor_reproduces_amd_olmo_published_throughput():
-    """Stated from AMD-OLMo-1B's 12,200 tokens/s per MI250 (64 GPUs): a steady-state throughput runs ~1.2x a whole
-    run, so the model's whole-run MFU for that job x 1.2 must land within 10 % of the throughput's 0.266."""
+    """Stated from AMD-OLMo-1B's 12,200 tokens/s per MI250 (64 GPUs), a steady rate: the model's whole-run MFU for
+    that job is that rate less the time a whole run spends off it, so the steady MFU must lie where the stated
+    goodput range (optimizer.measured, 0.75-1.0) puts it. At the stated goodput, 0.9, the rate alone says 0.45
+    (the whole CDNA 2 runs, out of sample, say 0.5: AMD-Llama-135m 1.04x, OpenEuroLLM's 2B 1.01x of their hours)."""
     row = next(r for r in rows(included_only=False) if r["run"] == "AMD-OLMo-1B")
     case = Case.of({**row, "gpu_hours": "1"})
     published = (6 * 1.18e9 + 12 * 16 * 2048 * 2048) * 12_200 / 362.1e12
     assert published == pytest.approx(0.266, abs=0.001)
-    assert case.mfu(FIT).expected * 1.2 == pytest.approx(published, rel=0.10)
-    assert case.mfu(FIT).factors["software"] == mfu_model.AMD_FACTOR["CDNA 2"]
+    whole_run = case.mfu(FIT).expected
+    low, high = GOODPUT_RANGE
+    assert whole_run / high <= published <= whole_run / low
+    factor = mfu_model.AMD_FACTOR["CDNA 2"]
+    assert factor * published / (whole_run / GOODPUT) == pytest.approx(0.45, abs=0.01)
+    assert case.mfu(FIT).factors["software"] == factor
 
 
 def test_mi250_and_mi250x_are_counted_per_module():
