@@ -197,12 +197,11 @@ def losses(data: list[Case], *, nested: bool) -> None:
         s = held_out_summary(held := leave_one_organisation_out(data, searcher=searcher))
         d = held_out_summary(held, DEFAULT_STACK)
         ranked.append((calibration.loss_cap_rank(s), -i, cap))
-        label = "none" if cap is None else f"x{cap:g}"
-        print(f"  {label:>9}   {s.within_band:>7.0%} {s.inside_range:>7.0%} {s.median_error:>6.1%} "
+        print(f"  {cap_label(cap):>9}   {s.within_band:>7.0%} {s.inside_range:>7.0%} {s.median_error:>6.1%} "
               f"{s.median_width:>6.2f} {d.inside_range:>8.0%}   {describe(searcher(data))}")  # fmt: skip
     best = max(ranked, key=lambda r: r[:2])[2]
-    print(f"the cross-validation picks x{best} (most within, then most inside, then the narrower range); "
-          f"shipped: x{LOSS_CAP}")  # fmt: skip
+    print(f"the cross-validation picks {cap_label(best)} (most within, then most inside, then the narrower range); "
+          f"shipped: {cap_label(LOSS_CAP)}")  # fmt: skip
     if not nested:
         return
     started = time.perf_counter()
@@ -211,11 +210,15 @@ def losses(data: list[Case], *, nested: bool) -> None:
         folds = list(pool.map(functools.partial(calibration.nested_fold, data), organisations))
     by_id = {h.case.id: h for _, fold in folds for h in fold}
     held = [by_id[c.id] for c in data]
-    caps = Counter(cap for cap, _ in folds)
+    chosen = ", ".join(f"{cap_label(k)}: {v}" for k, v in Counter(cap for cap, _ in folds).most_common())
     print(f"\nnested ({time.perf_counter() - started:.0f} s): each organisation held out of choosing the cap as well "
-          f"as of the search; caps chosen: {', '.join(f'x{k}: {v}' for k, v in caps.most_common())}")  # fmt: skip
+          f"as of the search; caps chosen: {chosen}")  # fmt: skip
     line("nested leave-one-organisation-out", held_out_summary(held))
     line("nested, default class", held_out_summary(held, DEFAULT_STACK))
+
+
+def cap_label(cap: float | None) -> str:
+    return "none" if cap is None else f"x{cap:g}"
 
 
 def as_shipped(fit: Fit, _data: list[Case]) -> Fit:

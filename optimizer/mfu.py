@@ -56,7 +56,8 @@ fp16 on A100 at the MFU of bf16 runs), so precision enters only through OLDER.
 Which constants are fitted: the ``Fit`` fields the search sets (``optimizer.calibration.GRID``: BASE, A,
 T, MOE, C and the three stack multipliers) and the bands (each stack class's own, read off its runs once three
 organisations stand behind it), chosen on the calibration runs with each run
-predicted with the stack class its publication implies, and judged by leave-one-ORGANISATION-out
+predicted with the stack class its publication implies (the loss: mean |log error| with each organisation weighing
+one and each run's capped at log 1.8, ``optimizer.calibration.LOSS_CAP``), and judged by leave-one-ORGANISATION-out
 cross-validation (an organisation's runs share a stack, so holding out one run at a time flatters a
 model). Stated, not fitted, so that the whole-run data test them instead of absorbing them: the
 small-matrix and older-GPU terms (benchmarks, above), the scale-out term's form (compute / (compute + sync),

@@ -3,6 +3,7 @@ when a bench rots -- as bench/warehouse_year.py did on DuckDB 2.0 -- long before
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -27,3 +28,16 @@ def test_bench_runs_in_its_quick_mode(bench):
     assert out.returncode == 0, out.stderr[-2000:]
     assert "Traceback" not in out.stderr and out.stdout.strip()
     assert (sorted(kept.rglob("*")) if kept.exists() else []) == before  # quick runs write to temporary directories
+
+
+@pytest.mark.slow
+def test_the_loss_comparison_and_its_nested_check_run_small():
+    """`fit_mfu.py --nested` takes minutes on every organisation; on four it runs the same code (the process pool
+    included) in seconds, and says which cap the cross-validation picks and what the nested figure is."""
+    args = [sys.executable, str(REPO / "bench" / "fit_mfu.py"), "--nested", "--organisations", "4"]
+    out = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "the cross-validation picks x" in out.stdout
+    assert "nested leave-one-organisation-out: within" in out.stdout
+    rows = re.findall(r"^ +(x[\d.]+|none) +\d+% +\d+% +[\d.]+% +[\d.]+ +\d+% ", out.stdout, re.MULTILINE)
+    assert rows == ["x1.3", "x1.5", "x1.8", "x2", "x2.5", "x3", "none"]  # a row per cap, uncapped last
