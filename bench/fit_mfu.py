@@ -191,15 +191,15 @@ def losses(data: list[Case], *, nested: bool) -> None:
     """Each loss cap searched and cross-validated; the cap the cross-validation picks; nested, its honest figure."""
     print(f"runs: {len(data)}; the search's loss: mean |log error| per organisation, each run's capped at log(cap)")
     print(f"  {'cap':>9}   {'within':>7} {'inside':>7} {'|err|':>6} {'width':>6} {'dflt in':>8}   constants")
-    ranked = []
-    for i, cap in enumerate(LOSS_CAPS):
+    judged = []
+    for cap in LOSS_CAPS:
         searcher = calibration.searcher_for(cap)
         s = held_out_summary(held := leave_one_organisation_out(data, searcher=searcher))
         d = held_out_summary(held, DEFAULT_STACK)
-        ranked.append((calibration.loss_cap_rank(s), -i, cap))
+        judged.append((cap, s))
         print(f"  {cap_label(cap):>9}   {s.within_band:>7.0%} {s.inside_range:>7.0%} {s.median_error:>6.1%} "
               f"{s.median_width:>6.2f} {d.inside_range:>8.0%}   {describe(searcher(data))}")  # fmt: skip
-    best = max(ranked, key=lambda r: r[:2])[2]
+    best = calibration.best_loss_cap(judged)
     print(f"the cross-validation picks {cap_label(best)} (most within, then most inside, then the narrower range); "
           f"shipped: {cap_label(LOSS_CAP)}")  # fmt: skip
     if not nested:

@@ -498,11 +498,14 @@ def chosen_loss_cap(data: Sequence[Case], caps: Sequence[float | None] = LOSS_CA
     """The cap whose search predicts ``data`` best leave-one-organisation-out (ties: the first in ``caps``)."""
     if len(caps) == 1:
         return caps[0]
-    ranked = [
-        (loss_cap_rank(held_out_summary(leave_one_organisation_out(data, searcher=searcher_for(cap)))), -i, cap)
-        for i, cap in enumerate(caps)
-    ]
-    return max(ranked, key=lambda r: r[:2])[2]
+    return best_loss_cap(
+        [(cap, held_out_summary(leave_one_organisation_out(data, searcher=searcher_for(cap)))) for cap in caps]
+    )
+
+
+def best_loss_cap(judged: Sequence[tuple[float | None, Summary]]) -> float | None:
+    """The cap of the best-ranked summary (``loss_cap_rank``); ties go to the earlier one."""
+    return max(enumerate(judged), key=lambda item: (loss_cap_rank(item[1][1]), -item[0]))[1][0]
 
 
 def searcher_for(cap: float | None) -> Callable[[Sequence[Case]], Fit]:

@@ -366,3 +366,13 @@ def test_plan_flags_an_option_whose_speed_is_extrapolated():
     assert "speed extrapolated" in by_gpu["MI300X"]["notes"]
     h100 = next(o for o in options if o["gpu"].startswith("H100"))
     assert h100["speed_basis"] == "calibrated" and "speed extrapolated" not in h100["notes"]
+
+
+def test_the_loss_cap_is_chosen_by_within_then_inside_then_the_narrower_range():
+    def judged(within: float, inside: float, width: float) -> calibration.Summary:
+        return calibration.Summary(87, within, inside, width, 1.0, 0.15, [])
+
+    assert calibration.best_loss_cap([(1.3, judged(0.70, 0.95, 2.0)), (1.8, judged(0.71, 0.85, 2.4))]) == 1.8
+    assert calibration.best_loss_cap([(1.3, judged(0.71, 0.85, 2.0)), (1.8, judged(0.71, 0.90, 2.4))]) == 1.8
+    assert calibration.best_loss_cap([(1.8, judged(0.71, 0.90, 2.35)), (2.5, judged(0.71, 0.90, 2.43))]) == 1.8
+    assert calibration.best_loss_cap([(2.0, judged(0.71, 0.90, 2.35)), (None, judged(0.71, 0.90, 2.35))]) == 2.0
