@@ -25,7 +25,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from optimizer import calibration
-from optimizer.calibration import BAND, Case, HeldOut, Summary, cases, evaluate, leave_one_organisation_out, rows
+from optimizer.calibration import (
+    BAND,
+    Case,
+    HeldOut,
+    Summary,
+    cases,
+    evaluate,
+    held_out_summary,
+    leave_one_organisation_out,
+    rows,
+)
 from optimizer.mfu import DEFAULT_STACK, FITTED, STACKS
 
 TARGETS = {"within_band": 0.75, "inside_range": 0.85, "median_width": 2.5, "median_error": 0.15}
@@ -68,7 +78,7 @@ def main() -> None:
     for stack in STACKS:
         members = [h for h in held if h.case.stack == stack]
         if members:
-            s = evaluate([h.case for h in members], [h.fit for h in members], DEFAULT_STACK)
+            s = held_out_summary(members, DEFAULT_STACK)
             print(
                 f"  {stack:10} {len(members):>3} runs  median ratio {s.median_ratio:5.2f}  inside {s.inside_range:4.0%}"
             )

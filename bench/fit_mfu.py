@@ -116,7 +116,7 @@ def main() -> None:
         fit = next(h.fit for h in held if h.case.organisation == organisation)
         ratios = [math.exp(h.case.log_ratio(h.fit)) for h in held if h.case.organisation == organisation]
         print(f"  {organisation[:22]:22} {describe(fit)}  ->  {' '.join(f'{r:.2f}' for r in ratios)}")
-    line("leave-one-organisation-out", evaluate([h.case for h in held], [h.fit for h in held]))
+    line("leave-one-organisation-out", held_out_summary(held))
 
     if args.quick:
         return
@@ -153,7 +153,7 @@ def main() -> None:
             line("  issue-4 model as shipped", evaluate(added, [ISSUE_4] * len(added)))
         held_added = [h for h in held if h.case.id in ids]
         line("  this model, leave-one-organisation-out",
-             evaluate([h.case for h in held_added], [h.fit for h in held_added]))  # fmt: skip
+             held_out_summary(held_added))  # fmt: skip
 
 
 def ablate(
@@ -178,8 +178,8 @@ def ablate(
         fit = searcher(data)
         s_in = evaluate(data, [fit] * len(data))
         held = leave_one_organisation_out(data, searcher=searcher)
-        s_out = evaluate([h.case for h in held], [h.fit for h in held])
-        s_dflt = evaluate([h.case for h in held], [h.fit for h in held], DEFAULT_STACK)
+        s_out = held_out_summary(held)
+        s_dflt = held_out_summary(held, DEFAULT_STACK)
     print(
         f"  {title[:46]:46} {s_in.within_band:>7.0%} {s_in.inside_range:>7.0%} {s_in.median_error:>6.0%}   "
         f"{s_out.within_band:>7.0%} {s_out.inside_range:>7.0%} {s_out.median_error:>6.0%} {s_out.median_width:>6.2f} "

@@ -486,6 +486,7 @@ def leave_one_organisation_out(
 
 
 def held_out_summary(held: Sequence[HeldOut], stack: str | None = None) -> Summary:
+    """``evaluate`` of held-out runs, each by the fit that never saw its organisation."""
     return evaluate([h.case for h in held], [h.fit for h in held], stack)
 
 
