@@ -102,7 +102,7 @@ def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
     assert shipped.median_width < old.median_width
     plain = search(data, loss_cap=None)
     assert (plain.typical, plain.large_lab) == (0.8, 1.1) and (FIT.typical, FIT.large_lab) == (0.9, 1.0)
-    assert calibration.chosen_loss_cap(data, (None, calibration.LOSS_CAP)) == calibration.LOSS_CAP
+    assert calibration.best_loss_cap([(None, old), (calibration.LOSS_CAP, shipped)]) == calibration.LOSS_CAP
 
 
 def test_a_capped_loss_ignores_a_run_beyond_the_cap():
