@@ -95,6 +95,8 @@ def main() -> None:
     parser.add_argument("--nested", action="store_true", help="nested cross-validation of the loss cap (slow)")
     parser.add_argument("--organisations", type=int, default=0, help="only the first N organisations (CI: small)")
     args = parser.parse_args()
+    if args.organisations < 0:
+        parser.error("--organisations must be 0 (all) or more")
     data = cases()
     if args.organisations:
         keep = list(dict.fromkeys(c.organisation for c in data))[: args.organisations]
