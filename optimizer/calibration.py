@@ -276,10 +276,13 @@ BAND_MARGIN = 1.13  # each edge moved out by 13 %: a band read off in-sample res
 # |log error| the typical teams three times slower than the model (Lucie-7B, Pleias 3B, Motif 2.6B, YaLM, the
 # SberDevices runs; nothing in their publications sets them apart) pulled the typical multiplier to 0.8 and the
 # large-lab one to 1.1, and the bulk of the runs paid for it. Capped, they stop pulling the constants; the bands,
-# read off every run's residual, still carry them. Leave-one-organisation-out: 62 % within 0.8-1.25x uncapped, 64-71 %
-# for any cap from 1.3x to 3x; 1.8x is the one the same cross-validation picks, and nested (the cap chosen inside
-# each fold without the held-out organisation) the capped search keeps 70 %.
-LOSS_CAP = 1.8
+# read off every run's residual, still carry them. The cap is the one the same cross-validation picks among
+# LOSS_CAPS: 1.8x on round 6's 87 runs; 1.3x on round 7's 88 (OLMoE-1B-7B added), where 1.8x falls to 60 of 88
+# within 0.8-1.25x and 1.3x keeps 63, with the very constants round 6 shipped (on the 87 runs 1.3x had found others
+# and 58). Which cap wins moves with one run: the search has several near-equal optima. So a cap picked by the
+# cross-validation that judges it is flattered, and the figure to quote is the nested one (the cap chosen inside
+# each fold without the held-out organisation, ``bench/fit_mfu.py --nested``): 69 % (61 of 88), 70 % on round 6's 87.
+LOSS_CAP = 1.3
 LOSS_CAPS = (1.3, 1.5, 1.8, 2.0, 2.5, 3.0, None)  # what bench/fit_mfu.py compares; None: the uncapped mean |log|
 
 

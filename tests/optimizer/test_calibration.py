@@ -65,11 +65,11 @@ def test_the_shipped_constants_are_what_the_search_picks(data):
 def test_in_sample_figures(data):
     """What bench/calibration.py prints for the shipped constants on every run (README, Calibration)."""
     s = evaluate(data, [FIT] * len(data))
-    assert len(data) == 87
-    assert s.within_band >= 0.70
+    assert len(data) == 88
+    assert s.within_band >= 0.71
     assert s.inside_range >= 0.90
     assert s.median_width <= 2.3
-    assert s.median_error <= 0.135
+    assert s.median_error <= 0.13
     assert 0.9 <= s.median_ratio <= 1.1
 
 
@@ -77,15 +77,16 @@ def test_leave_one_organisation_out_figures(held_out):
     """The headline, out of sample: each organisation predicted by constants chosen without any of its runs.
 
     Issue 14's targets: >= 85 % inside [low, high], median band <= 2.5, median |error| <= 15 % and, with the default
-    class for every run, >= 85 % inside: met on the 87 runs with round 6's capped loss (90 %, 2.35, 14.9 %, 94 %).
-    Within 0.8-1.25x (target 75 %) is not met: 71 % (62 of 87; 62 % with rounds 2-5's uncapped loss, and 70 % when
-    the cap itself is chosen without the held-out organisation, bench/fit_mfu.py --nested).
+    class for every run, >= 85 % inside: met on the 88 runs with round 7's loss cap (91 %, 2.32, 12.1 %, 95 %).
+    Within 0.8-1.25x (target 75 %) is not met: 72 % (63 of 88; 62 % with rounds 2-5's uncapped loss, 68 % with
+    round 6's cap of 1.8x, and 69 % when the cap itself is chosen without the held-out organisation,
+    bench/fit_mfu.py --nested).
     """
     s = held_out_summary(held_out)
     assert s.inside_range >= 0.85
     assert s.median_width <= 2.5
     assert s.median_error <= 0.15
-    assert round(s.within_band * 87) == 62
+    assert round(s.within_band * 88) == 63
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
     assert default.inside_range >= 0.85
 
@@ -93,16 +94,19 @@ def test_leave_one_organisation_out_figures(held_out):
 def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
     """Rounds 2-5's loss, the plain mean |log error|, searched and cross-validated the same way: the slow typical
     teams pull the typical multiplier to 0.8 and the large-lab one to 1.1, and 8 runs fewer land within 0.8-1.25x
-    (54 of 87), 7 fewer inside the range, with a wider median range (2.50)."""
+    (55 of 88), 5 fewer inside the range, with a wider median range (2.53). Round 6's cap, 1.8x, sits between: 60."""
     uncapped = leave_one_organisation_out(data, searcher=calibration.searcher_for(None))
     old = held_out_summary(uncapped)
     shipped = held_out_summary(held_out)
-    assert (round(old.within_band * 87), round(shipped.within_band * 87)) == (54, 62)
-    assert (round(old.inside_range * 87), round(shipped.inside_range * 87)) == (75, 78)
+    assert (round(old.within_band * 88), round(shipped.within_band * 88)) == (55, 63)
+    assert (round(old.inside_range * 88), round(shipped.inside_range * 88)) == (75, 80)
     assert shipped.median_width < old.median_width
     plain = search(data, loss_cap=None)
     assert (plain.typical, plain.large_lab) == (0.8, 1.1) and (FIT.typical, FIT.large_lab) == (0.9, 1.0)
-    assert calibration.best_loss_cap([(None, old), (calibration.LOSS_CAP, shipped)]) == calibration.LOSS_CAP
+    round_6 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(1.8)))
+    assert round(round_6.within_band * 88) == 60
+    judged = [(calibration.LOSS_CAP, shipped), (1.8, round_6), (None, old)]
+    assert calibration.best_loss_cap(judged) == calibration.LOSS_CAP == 1.3
 
 
 def test_a_capped_loss_ignores_a_run_beyond_the_cap():
@@ -134,17 +138,17 @@ def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
 
 def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
     """Round 1's sharp knee, 1 / (1 + (T.G/N)^2) on every job, searched the same way, cross-validates to fewer runs
-    within 0.8-1.25x than compute / (compute + sync) charged only across nodes (58 against 62 of 87 with round 6's
-    loss; 42 against 48 of round 4's 66) and a default band that covers fewer; it does have the smaller median error
-    (13 % against 15 %) and one run more inside its range (79 against 78). A stated form the data test, not a knob:
-    the target the issue is missing is the share within, and there the stated form wins."""
+    within 0.8-1.25x than compute / (compute + sync) charged only across nodes (58 against 63 of 88 with round 7's
+    loss; 58 against 62 of 87 with round 6's; 42 against 48 of round 4's 66), fewer inside its range (77 against 80),
+    a larger median error (13 % against 12 %) and a default band that covers fewer. A stated form the data test, not
+    a knob."""
     knee = dataclasses.replace(calibration.START, scale_out_exponent=2.0, scale_out_in_node=True)
     round_1 = leave_one_organisation_out(data, searcher=lambda d: search(d, start=knee))
     old = held_out_summary(round_1)
     shipped = held_out_summary(held_out)
-    assert round(shipped.within_band * 87) == 62 and round(old.within_band * 87) == 58
-    assert round(shipped.inside_range * 87) == 78 and round(old.inside_range * 87) == 79
-    assert old.median_error < shipped.median_error
+    assert round(shipped.within_band * 88) == 63 and round(old.within_band * 88) == 58
+    assert round(shipped.inside_range * 88) == 80 and round(old.inside_range * 88) == 77
+    assert old.median_error > shipped.median_error
     old_default = held_out_summary(round_1, mfu_model.DEFAULT_STACK)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
     assert default.inside_range > old_default.inside_range
@@ -154,8 +158,8 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     """Round 4's search on the whole runs put the FP8 gain at 1.4, inside the published FP8/BF16 throughput ratios
     (torchtitan, OLMo-core, Megatron-LM with Transformer Engine: 1.28-1.42); round 5 states it there (two organisations'
     FP8 runs cannot set it in a fold that holds one out). The whole runs barely tell it from the round-1-3 value 1.3:
-    held there, the same search cross-validates to one run fewer within 0.8-1.25x (61 against 62 of 87) and a median
-    error 0.1 points smaller. Searched on round 4's grid it goes to 1.6, outside every benchmark (bench/fit_mfu.py)."""
+    held there, the same search cross-validates to three runs fewer within 0.8-1.25x (60 against 63 of 88) and the
+    same median error. Searched on round 4's grid it goes to 1.6, outside every benchmark (bench/fit_mfu.py)."""
     low, high = mfu_model.FP8_BENCHMARKS
     assert low <= FIT.fp8_gain <= high and FIT.fp8_gain == mfu_model.FP8_GAIN == calibration.START.fp8_gain
     assert "fp8_gain" not in calibration.GRID
@@ -163,7 +167,7 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     stated = leave_one_organisation_out(data, searcher=lambda d: search(d, start=older))
     old = held_out_summary(stated)
     shipped = held_out_summary(held_out)
-    assert round(shipped.within_band * 87) == 62 and round(old.within_band * 87) == 61
+    assert round(shipped.within_band * 88) == 63 and round(old.within_band * 88) == 60
     assert shipped.median_error == pytest.approx(old.median_error, abs=0.005)
     scout = next(c for c in data if c.name == "Llama 4 Scout")
     assert scout.mfu(FIT).factors["fp8"] == pytest.approx(FIT.fp8_gain * 989 / 1979)
@@ -171,8 +175,8 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
 
 def test_leaving_untied_input_embeddings_out_of_the_flops_earns_its_place(data, held_out):
     """Round 5's FLOP count (an untied input embedding is a lookup) against rounds 1-4's (every parameter in 6.N.D),
-    each searched and cross-validated the same way: the lookup-free count predicts more runs within 0.8-1.25x (62
-    against 55 of 87) with a smaller median error."""
+    each searched and cross-validated the same way: the lookup-free count predicts more runs within 0.8-1.25x (63
+    against 55 of 88) with a smaller median error."""
     old_cases = [calibration.whole_count(c) for c in data]
     assert sum(o.flops > c.flops for o, c in zip(old_cases, data, strict=True)) >= 40
     counted = leave_one_organisation_out(old_cases)
@@ -185,7 +189,7 @@ def test_leaving_untied_input_embeddings_out_of_the_flops_earns_its_place(data, 
 def test_a_class_with_runs_from_three_organisations_gets_its_own_band(data, held_out):
     """Large-lab teams differ little and typical ones a great deal: each class's band is read off its own runs once
     three organisations stand behind it; basic (two) gets the default's. One pooled band for every stated class
-    (rounds 1-4) cross-validates to a wider median band (2.65 against 2.35) and a default band covering fewer runs."""
+    (rounds 1-4) cross-validates to a wider median band (2.68 against 2.32) and a default band covering fewer runs."""
     ll_low, ll_high = FIT.band("large-lab")
     ty_low, ty_high = FIT.band("typical")
     assert ll_high / ll_low < FIT.band("tuned")[1] / FIT.band("tuned")[0] < ty_high / ty_low
@@ -281,7 +285,7 @@ def test_amd_cdna2_factor_reproduces_amd_olmo_published_throughput():
     """Stated from AMD-OLMo-1B's 12,200 tokens/s per MI250 (64 GPUs), a steady rate: the model's whole-run MFU for
     that job is that rate less the time a whole run spends off it, so the steady MFU must lie where the stated
     goodput range (optimizer.measured, 0.75-1.0) puts it. At the stated goodput, 0.9, the rate alone says 0.45
-    (the whole CDNA 2 runs, out of sample, say 0.5: AMD-Llama-135m 1.04x, OpenEuroLLM's 2B 1.01x of their hours)."""
+    (the whole CDNA 2 runs, out of sample, say 0.5: AMD-Llama-135m 1.04x, OpenEuroLLM's 2B 1.00x of their hours)."""
     row = next(r for r in rows(included_only=False) if r["run"] == "AMD-OLMo-1B")
     case = Case.of({**row, "gpu_hours": "1"})
     published = (6 * 1.18e9 + 12 * 16 * 2048 * 2048) * 12_200 / 362.1e12
