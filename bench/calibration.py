@@ -133,9 +133,8 @@ def measured_table(data: Sequence[Case], held: Sequence[HeldOut]) -> None:
         t = calibration.evaluate_transfers(cases_, fits)
         if not t.pairs:
             continue
-        teamed = [k for k, mates in zip(idx, calibration.same_team(cases_), strict=True) if mates]
-        s = evaluate([held[k].case for k in teamed], [held[k].fit for k in teamed])
-        d = evaluate([held[k].case for k in teamed], [held[k].fit for k in teamed], DEFAULT_STACK)
+        teamed = [held[k] for k, mates in zip(idx, calibration.same_team(cases_), strict=True) if mates]
+        s, d = held_out_summary(teamed), held_out_summary(teamed, DEFAULT_STACK)
         print(f"  {name:22} {t.runs:>4} {t.organisations:>4} {t.pairs:>5}   {t.within_band:>7.0%} "
               f"{t.inside_range:>7.0%} {t.median_error:>8.0%} {band[1] / band[0]:>6.2f}   {s.within_band:>7.0%} "
               f"{s.inside_range:>7.0%} {s.median_width:>6.2f}   {d.within_band:>7.0%} {d.inside_range:>7.0%} "
