@@ -291,7 +291,8 @@ def test_amd_cdna2_factor_reproduces_amd_olmo_published_throughput():
     """Stated from AMD-OLMo-1B's 12,200 tokens/s per MI250 (64 GPUs), a steady rate: the model's whole-run MFU for
     that job is that rate less the time a whole run spends off it, so the steady MFU must lie where the stated
     goodput range (optimizer.measured, 0.75-1.0) puts it. At the stated goodput, 0.9, the rate alone says 0.45
-    (the whole CDNA 2 runs, out of sample, say 0.5: AMD-Llama-135m 1.04x, OpenEuroLLM's 2B 1.00x of their hours)."""
+    (the whole CDNA 2 runs say 0.5: AMD-Llama-135m 1.04x, OpenEuroLLM's 2B 1.00x of their hours in sample, 1.10x
+    and 1.06x out of sample)."""
     row = next(r for r in rows(included_only=False) if r["run"] == "AMD-OLMo-1B")
     case = Case.of({**row, "gpu_hours": "1"})
     published = (6 * 1.18e9 + 12 * 16 * 2048 * 2048) * 12_200 / 362.1e12
