@@ -249,7 +249,8 @@ GRID: dict[str, list[float]] = {
 # Where the search starts, and what a constant keeps when the data cannot move it (a fold of the cross-validation
 # with no run of a class keeps that class's value here): round 4's shipped fit, no extra attention cost, the FP8 gain
 # as stated, and priors for the classes: a typical team at 0.8 of a tuned one, and a basic script at the same 0.8 (the
-# prior of rounds 2-4, when nanoGPT was the one basic run; round 5's three Hugging Face script runs move it to 0.25).
+# prior of rounds 2-4, when nanoGPT was the one basic run; round 5's three Hugging Face script runs moved it to 0.25,
+# round 9's Zero-Chatgpt, a Trainer script two times faster than those, to 0.55).
 START = Fit(
     base=0.52,
     bandwidth_exponent=0.6,
@@ -280,11 +281,12 @@ BAND_MARGIN = 1.13  # each edge moved out by 13 %: a band read off in-sample res
 # LOSS_CAPS: 1.8x on round 6's 87 runs; 1.3x on round 7's 88 (OLMoE-1B-7B added), where 1.8x falls to 60 of 88
 # within 0.8-1.25x and 1.3x keeps 63, with the very constants round 6 shipped (on the 87 runs 1.3x had found others
 # and 58); 1.5x on round 8's 89 (MiniCPM-2.4B added), where 1.3x and 1.5x find those same constants on all the runs
-# and as many within out of sample (62 of 89), and 1.5x puts more inside the range (82 against 80). Which cap wins
-# moves with one run: the search has several near-equal optima. So a cap picked by the cross-validation that judges
-# it is flattered, and the figure to quote is the nested one (the cap chosen inside each fold without the held-out
-# organisation, ``bench/fit_mfu.py --nested``): 69 % (61 of 89), as on round 7's 88; 70 % on round 6's 87.
-LOSS_CAP = 1.5
+# and as many within out of sample (62 of 89), and 1.5x puts more inside the range (82 against 80); 1.3x again on
+# round 9's 94 (five runs added), where 1.3x and 1.5x put as many within (63) and inside (83) and 1.3x has the
+# narrower range (2.45 against 2.46). Which cap wins moves with one run: the search has several near-equal optima.
+# So a cap picked by the cross-validation that judges it is flattered, and the figure to quote is the nested one
+# (the cap chosen inside each fold without the held-out organisation, ``bench/fit_mfu.py --nested``; README).
+LOSS_CAP = 1.3
 LOSS_CAPS = (1.3, 1.5, 1.8, 2.0, 2.5, 3.0, None)  # what bench/fit_mfu.py compares; None: the uncapped mean |log|
 
 

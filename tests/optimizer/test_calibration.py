@@ -65,11 +65,11 @@ def test_the_shipped_constants_are_what_the_search_picks(data):
 def test_in_sample_figures(data):
     """What bench/calibration.py prints for the shipped constants on every run (README, Calibration)."""
     s = evaluate(data, [FIT] * len(data))
-    assert len(data) == 89
-    assert round(s.within_band * 89) == 63
-    assert round(s.inside_range * 89) == 81
-    assert s.median_width <= 2.3
-    assert s.median_error <= 0.13
+    assert len(data) == 94
+    assert round(s.within_band * 94) == 63
+    assert round(s.inside_range * 94) == 87
+    assert s.median_width <= 2.35
+    assert s.median_error <= 0.145
     assert 0.9 <= s.median_ratio <= 1.1
 
 
@@ -77,41 +77,41 @@ def test_leave_one_organisation_out_figures(held_out):
     """The headline, out of sample: each organisation predicted by constants chosen without any of its runs.
 
     Issue 14's targets: >= 85 % inside [low, high], median band <= 2.5, median |error| <= 15 % and, with the default
-    class for every run, >= 85 % inside: met on the 89 runs with round 8's loss cap (92 %, 2.33, 12.3 %, 96 %).
-    Within 0.8-1.25x (target 75 %) is not met: 70 % (62 of 89; 62 % with rounds 2-5's uncapped loss, 67 % with
-    round 6's cap of 1.8x, and 69 % when the cap itself is chosen without the held-out organisation,
-    bench/fit_mfu.py --nested).
+    class for every run, >= 85 % inside: met on round 9's 94 runs with its loss cap (88 %, 2.45, 14.8 %, 94 %).
+    Within 0.8-1.25x (target 75 %) is not met: 67 % (63 of 94; 59 % with rounds 2-5's uncapped loss, 63 % with
+    round 6's cap of 1.8x; the nested figure, the cap chosen without the held-out organisation, is in the README).
     """
     s = held_out_summary(held_out)
     assert s.inside_range >= 0.85
     assert s.median_width <= 2.5
     assert s.median_error <= 0.15
-    assert (round(s.within_band * 89), round(s.inside_range * 89)) == (62, 82)
+    assert (round(s.within_band * 94), round(s.inside_range * 94)) == (63, 83)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
     assert default.inside_range >= 0.85
 
 
 def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
     """Rounds 2-5's loss, the plain mean |log error|, searched and cross-validated the same way: the slow typical
-    teams pull the typical multiplier to 0.8 and the large-lab one to 1.1, and 7 runs fewer land within 0.8-1.25x
-    (55 of 89), 5 fewer inside the range, with a wider median range (2.46). Round 6's cap, 1.8x, sits between: 60.
-    Round 7's, 1.3x, finds the same constants on all 89 runs and as many within (62), but 80 inside against 82: the
-    rule (most within, then most inside) picks 1.5x."""
+    teams pull the typical multiplier to 0.8 and the large-lab one to 1.1, and 8 runs fewer land within 0.8-1.25x
+    (55 of 94), as many inside the range, with a wider median range (2.51) and a larger median error (18 %). Round
+    6's cap, 1.8x, sits between: 59. On round 9's 94 runs the 1.3x and 1.5x caps put as many within (63) and inside
+    (83); 1.3x has the narrower median range (2.45 against 2.46), so the rule (most within, then most inside, then
+    the narrower range) picks 1.3x, round 7's cap, again."""
     uncapped = leave_one_organisation_out(data, searcher=calibration.searcher_for(None))
     old = held_out_summary(uncapped)
     shipped = held_out_summary(held_out)
-    assert (round(old.within_band * 89), round(shipped.within_band * 89)) == (55, 62)
-    assert (round(old.inside_range * 89), round(shipped.inside_range * 89)) == (77, 82)
-    assert shipped.median_width < old.median_width
+    assert (round(old.within_band * 94), round(shipped.within_band * 94)) == (55, 63)
+    assert (round(old.inside_range * 94), round(shipped.inside_range * 94)) == (83, 83)
+    assert shipped.median_width < old.median_width and shipped.median_error < old.median_error - 0.03
     plain = search(data, loss_cap=None)
     assert (plain.typical, plain.large_lab) == (0.8, 1.1) and (FIT.typical, FIT.large_lab) == (0.9, 1.0)
     round_6 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(1.8)))
-    assert round(round_6.within_band * 89) == 60
-    round_7 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(1.3)))
-    assert (round(round_7.within_band * 89), round(round_7.inside_range * 89)) == (62, 80)
-    assert search(data, loss_cap=1.3) == FIT
-    judged = [(1.3, round_7), (calibration.LOSS_CAP, shipped), (1.8, round_6), (None, old)]
-    assert calibration.best_loss_cap(judged) == calibration.LOSS_CAP == 1.5
+    assert round(round_6.within_band * 94) == 59
+    round_8 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(1.5)))
+    assert (round(round_8.within_band * 94), round(round_8.inside_range * 94)) == (63, 83)
+    assert round_8.median_width > shipped.median_width
+    judged = [(calibration.LOSS_CAP, shipped), (1.5, round_8), (1.8, round_6), (None, old)]
+    assert calibration.best_loss_cap(judged) == calibration.LOSS_CAP == 1.3
 
 
 def test_a_capped_loss_ignores_a_run_beyond_the_cap():
@@ -131,40 +131,43 @@ def test_an_organisation_is_held_out_whole(data, held_out):
 
 
 def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
-    """Without classes (every run 'tuned') the same search cross-validates worse: a cause, not a knob."""
+    """Without classes (every run 'tuned') the same search puts fewer runs within 0.8-1.25x (61 against 63 of 94) and
+    its median range breaks the 2.5 target (2.53 against 2.45); it puts 2 more inside its wider range (85 against
+    83), at the same median error (14.7 % against 14.8 %). The classes still earn their place, by less than on
+    round 8's 89 runs (62 against 55 within), now that basic covers teams two times apart."""
     flat = dataclasses.replace(calibration.START, typical=1.0, basic=1.0)
     grid = {k: v for k, v in calibration.GRID.items() if k not in ("large_lab", "typical", "basic")}
     without = leave_one_organisation_out(data, searcher=lambda d: search(d, start=flat, grid=grid))
     flat_s = held_out_summary(without)
     shipped = held_out_summary(held_out)
-    assert shipped.within_band > flat_s.within_band
-    assert shipped.median_error < flat_s.median_error
+    assert (round(shipped.within_band * 94), round(flat_s.within_band * 94)) == (63, 61)
+    assert shipped.median_width <= 2.5 < flat_s.median_width
+    assert shipped.median_error == pytest.approx(flat_s.median_error, abs=0.005)
 
 
 def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
     """Round 1's sharp knee, 1 / (1 + (T.G/N)^2) on every job, searched the same way, against compute / (compute +
-    sync) charged only across nodes. On round 8's 89 runs the knee puts one run more within 0.8-1.25x (63 against 62;
-    it had 58 against 63 of round 7's 88, 58 against 62 of round 6's 87, 42 against 48 of round 4's 66), and does
-    worse on every other target: fewer inside its range (79 against 82), a larger median error (14 % against 12 %)
-    and a default band that covers fewer (92 % against 96 %). One run at the band's edge does not outweigh that, so
-    the stated form stays: a form the data test, not a knob."""
+    sync) charged only across nodes. On round 9's 94 runs the knee puts 7 runs fewer within 0.8-1.25x (56 against 63;
+    on round 8's 89 it had one more, 63 against 62; 58 against 63 of round 7's 88, 42 against 48 of round 4's 66)
+    and 2 fewer inside its range (81 against 83), at a median error and a default coverage no better. The stated
+    form stays: a form the data test, not a knob."""
     knee = dataclasses.replace(calibration.START, scale_out_exponent=2.0, scale_out_in_node=True)
     round_1 = leave_one_organisation_out(data, searcher=lambda d: search(d, start=knee))
     old = held_out_summary(round_1)
     shipped = held_out_summary(held_out)
-    assert round(shipped.within_band * 89) == 62 and round(old.within_band * 89) == 63
-    assert round(shipped.inside_range * 89) == 82 and round(old.inside_range * 89) == 79
-    assert old.median_error > shipped.median_error + 0.01
+    assert round(shipped.within_band * 94) == 63 and round(old.within_band * 94) == 56
+    assert round(shipped.inside_range * 94) == 83 and round(old.inside_range * 94) == 81
+    assert old.median_error == pytest.approx(shipped.median_error, abs=0.005)
     old_default = held_out_summary(round_1, mfu_model.DEFAULT_STACK)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
-    assert default.inside_range > old_default.inside_range
+    assert default.inside_range >= old_default.inside_range
 
 
 def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     """Round 4's search on the whole runs put the FP8 gain at 1.4, inside the published FP8/BF16 throughput ratios
     (torchtitan, OLMo-core, Megatron-LM with Transformer Engine: 1.28-1.42); round 5 states it there (two organisations'
     FP8 runs cannot set it in a fold that holds one out). The whole runs barely tell it from the round-1-3 value 1.3:
-    held there, the same search cross-validates to one run fewer within 0.8-1.25x (61 against 62 of 89) and the
+    held there, the same search cross-validates to one run fewer within 0.8-1.25x (62 against 63 of 94) and the
     same median error. Searched on round 4's grid it goes to 1.6, outside every benchmark (bench/fit_mfu.py)."""
     low, high = mfu_model.FP8_BENCHMARKS
     assert low <= FIT.fp8_gain <= high and FIT.fp8_gain == mfu_model.FP8_GAIN == calibration.START.fp8_gain
@@ -173,7 +176,7 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     stated = leave_one_organisation_out(data, searcher=lambda d: search(d, start=older))
     old = held_out_summary(stated)
     shipped = held_out_summary(held_out)
-    assert round(shipped.within_band * 89) == 62 and round(old.within_band * 89) == 61
+    assert round(shipped.within_band * 94) == 63 and round(old.within_band * 94) == 62
     assert shipped.median_error == pytest.approx(old.median_error, abs=0.005)
     scout = next(c for c in data if c.name == "Llama 4 Scout")
     assert scout.mfu(FIT).factors["fp8"] == pytest.approx(FIT.fp8_gain * 989 / 1979)
@@ -181,8 +184,8 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
 
 def test_leaving_untied_input_embeddings_out_of_the_flops_earns_its_place(data, held_out):
     """Round 5's FLOP count (an untied input embedding is a lookup) against rounds 1-4's (every parameter in 6.N.D),
-    each searched and cross-validated the same way: the lookup-free count predicts more runs within 0.8-1.25x (62
-    against 55 of 89) with a smaller median error."""
+    each searched and cross-validated the same way: the lookup-free count predicts more runs within 0.8-1.25x (63
+    against 52 of 94) with a smaller median error."""
     old_cases = [calibration.whole_count(c) for c in data]
     assert sum(o.flops > c.flops for o, c in zip(old_cases, data, strict=True)) >= 40
     counted = leave_one_organisation_out(old_cases)
@@ -194,12 +197,13 @@ def test_leaving_untied_input_embeddings_out_of_the_flops_earns_its_place(data, 
 
 def test_a_class_with_runs_from_three_organisations_gets_its_own_band(data, held_out):
     """Large-lab teams differ little and typical ones a great deal: each class's band is read off its own runs once
-    three organisations stand behind it; basic (two) gets the default's. One pooled band for every stated class
-    (rounds 1-4) cross-validates to a wider median band (2.69 against 2.33) and a default band covering fewer runs."""
+    three organisations stand behind it (basic since round 9: Hugging Face, the University of Bonn, AI-Study-Han). One
+    pooled band for every stated class (rounds 1-4) cross-validates to a wider median band (3.09 against 2.45) and a
+    default band covering fewer runs (88 % against 94 %)."""
     ll_low, ll_high = FIT.band("large-lab")
     ty_low, ty_high = FIT.band("typical")
     assert ll_high / ll_low < FIT.band("tuned")[1] / FIT.band("tuned")[0] < ty_high / ty_low
-    assert FIT.band("basic") == FIT.band("typical")
+    assert FIT.band("basic") != FIT.band("typical") and FIT.band("basic") == (0.39, 1.13)
     assert ty_low <= FIT.band_low and ty_high >= FIT.band_high  # the default never narrower than the pooled band
     pooled = leave_one_organisation_out(data, searcher=lambda d: search(d, per_class_bands=False))
     old = held_out_summary(pooled)
