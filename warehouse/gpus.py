@@ -81,6 +81,12 @@ def _key(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
+# The brand words nvidia-smi, rocm-smi and cloud consoles put around a model name ("NVIDIA A100-SXM4-80GB",
+# "Tesla V100-SXM2-32GB", "AMD Instinct MI250X", "NVIDIA H100 80GB HBM3"): a name pasted from one of them
+# resolves once they are dropped. Only tried after the name as given, so an alias that holds one still wins.
+_BRAND_WORDS = re.compile(r"\b(nvidia|tesla|amd|instinct|geforce|radeon)\b", re.IGNORECASE)
+
+
 def _float(value: str) -> float | None:
     value = value.strip()
     return float(value) if value else None
@@ -134,7 +140,7 @@ class GpuCatalog:
         return [spec.name for spec in self.specs]
 
     def get(self, name: str) -> GpuSpec | None:
-        return self._by_key.get(_key(name))
+        return self._by_key.get(_key(name)) or self._by_key.get(_key(_BRAND_WORDS.sub(" ", name)))
 
     def resolve(self, name: str) -> GpuSpec:
         spec = self.get(name)

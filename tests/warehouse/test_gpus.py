@@ -64,6 +64,32 @@ def test_aliases_resolve(spelling, canonical):
     assert catalog().resolve(spelling).name == canonical
 
 
+@pytest.mark.parametrize(
+    ("reported", "canonical"),
+    [  # as nvidia-smi / rocm-smi print them: the brand words are dropped, the model's own words kept
+        ("NVIDIA A100-SXM4-80GB", "A100-80GB"),
+        ("NVIDIA A100-SXM4-40GB", "A100-40GB"),
+        ("NVIDIA A100 80GB PCIe", "A100-80GB-PCIe"),
+        ("NVIDIA H100 80GB HBM3", "H100-SXM"),
+        ("NVIDIA H100 PCIe", "H100-PCIe"),
+        ("Tesla V100-SXM2-32GB", "V100-32GB"),
+        ("NVIDIA GeForce RTX 4090", "RTX-4090"),
+        ("NVIDIA RTX 6000 Ada Generation", "RTX-6000-Ada"),
+        ("NVIDIA GH200 480GB", "GH200"),
+        ("AMD Instinct MI250X", "MI250X"),
+    ],
+)
+def test_names_pasted_from_the_driver_resolve(reported, canonical):
+    assert catalog().resolve(reported).name == canonical
+
+
+@pytest.mark.parametrize("other_device", ["Tesla V100-PCIE-32GB", "NVIDIA A100-PCIE-40GB", "NVIDIA"])
+def test_brand_words_do_not_make_a_device_the_table_lacks_resolve(other_device):
+    # the PCIe V100 and the 40 GB PCIe A100 are other devices (PCIe, lower clocks): not silently an SXM row
+    with pytest.raises(UnknownGpu):
+        catalog().resolve(other_device)
+
+
 def test_unknown_gpu_lists_the_known_ones():
     with pytest.raises(UnknownGpu) as info:
         catalog().resolve("H1000")
