@@ -13,7 +13,7 @@ calibrated on published whole runs (optimizer/data/calibration_runs.csv, report:
                                                with --measured, the user's own throughput sets it
                                                (optimizer/measured.py)
         x (bandwidth per FLOP / A100's)^A      faster tensor cores outrun their memory: H100 has half
-                                               the bytes per FLOP of A100 and sustains ~0.7 of its MFU
+                                               the bytes per FLOP of A100 and sustains ~0.63 of its MFU
         x 1 / (1 + peak/312 x N_s / N)        small matrices: below ~1B parameters the memory-bound
                                                work (norms, activations, softmax, optimizer) and kernel
                                                launches no longer hide behind the matmuls; worse on a
@@ -72,11 +72,10 @@ and LUMI's model cards count modules; ROCm shows each GCD as a device). CDNA 2 (
 AMD_FACTOR["CDNA 2"], stated from AMD's own steady-state throughput for AMD-OLMo-1B on 64 MI250
 (12,200 tokens/s/GPU: 0.27 of peak with attention counted) against what this model expects of the same
 job on NVIDIA-class software, a whole run's MFU being the steady one times the goodput (optimizer.measured:
-0.9, range 0.75-1.0; a test checks the derivation). With round 6's constants (rounds 7 and 8 keep them) the rate
-alone says 0.45 at the stated goodput and 0.38-0.5 over its range; the two whole CDNA 2 runs found
+0.9, range 0.75-1.0; a test checks the derivation). With round 10's constants the rate alone says 0.46 at the
+stated goodput and 0.39-0.52 over its range (round 6's: 0.45, 0.38-0.5); the two whole CDNA 2 runs found
 (AMD-Llama-135m on 16 MI250, OpenEuroLLM's 2B on 256 MI250X) check it, they do not set it, and at 0.5 land
-at 1.04x and 1.00x of their published hours in sample, 1.10x and 1.06x out of sample (at 0.45: 1.16x, 1.12x
-in sample).
+at 1.06x and 1.03x of their published hours in sample, 1.12x and 1.09x out of sample.
 CDNA 3 (MI300X, MI325X) has no published whole run with a duration (Instella-3B gives none): a stated guess.
 """
 
