@@ -166,21 +166,21 @@ class Fit:
 
 
 FITTED = Fit(
-    base=0.54,
-    bandwidth_exponent=0.7,
-    thin_params_per_gpu=5e5,
-    moe=0.75,
+    base=0.52,
+    bandwidth_exponent=0.6,
+    thin_params_per_gpu=7e5,
+    moe=0.7,
     fp8_gain=1.4,
     small_params=5e7,
     attention_cost=1.0,
     older=0.55,
     large_lab=1.05,
-    typical=0.85,
-    basic=0.35,
-    band_low=0.54,
-    band_high=1.45,
-    bands=(("large-lab", 0.7, 1.31), ("tuned", 0.55, 1.3), ("typical", 0.26, 1.54), ("basic", 0.64, 1.56)),
-    measured_band=(0.61, 1.63),
+    typical=0.95,
+    basic=0.45,
+    band_low=0.51,
+    band_high=1.39,
+    bands=(("large-lab", 0.77, 1.35), ("tuned", 0.56, 1.38), ("typical", 0.25, 1.45), ("basic", 0.5, 1.36)),
+    measured_band=(0.59, 1.7),
 )
 FP8_GAIN = FITTED.fp8_gain  # the shipped gain under the name --explain reads
 

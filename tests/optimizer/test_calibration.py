@@ -65,53 +65,55 @@ def test_the_shipped_constants_are_what_the_search_picks(data):
 def test_in_sample_figures(data):
     """What bench/calibration.py prints for the shipped constants on every run (README, Calibration)."""
     s = evaluate(data, [FIT] * len(data))
-    assert len(data) == 96
-    assert round(s.within_band * 96) == 65
-    assert round(s.inside_range * 96) == 90
-    assert s.median_width <= 2.37
-    assert s.median_error <= 0.13
+    assert len(data) == 99
+    assert round(s.within_band * 99) == 69
+    assert round(s.inside_range * 99) == 91
+    assert s.median_width <= 2.47
+    assert s.median_error <= 0.154
     assert 0.9 <= s.median_ratio <= 1.1
 
 
 def test_leave_one_organisation_out_figures(held_out):
     """The headline, out of sample: each organisation predicted by constants chosen without any of its runs.
 
-    Issue 14's targets: >= 85 % inside [low, high], median band <= 2.5, median |error| <= 15 % and, with the default
-    class for every run, >= 85 % inside: met on round 10's 96 runs with its loss cap (89 %, 2.43, 14.5 %, 92 %).
-    Within 0.8-1.25x (target 75 %) is not met: 65 % (62 of 96; 58 % with rounds 2-5's uncapped loss, 64 % with
-    round 9's cap of 1.3x; the nested figure, the cap chosen without the held-out organisation, is in the README).
+    Issue 14's targets: >= 85 % inside [low, high], median band <= 2.5 and, with the default class for every run,
+    >= 85 % inside: met on round 11's 99 runs with its loss cap (88 %, 2.49, 93 %). Within 0.8-1.25x (target 75 %)
+    is not met: 64 % (63 of 99; 57 % with rounds 2-5's uncapped loss); nor, since round 11, the median error (target
+    15 %): 16.0 % (the 1.5x cap would give 14.7 % with one run fewer inside; the rule that picks the cap does not
+    look at the error). The nested figure, the cap chosen without the held-out organisation, is in the README.
     """
     s = held_out_summary(held_out)
     assert s.inside_range >= 0.85
     assert s.median_width <= 2.5
-    assert s.median_error <= 0.15
-    assert (round(s.within_band * 96), round(s.inside_range * 96)) == (62, 85)
+    assert s.median_error == pytest.approx(0.160, abs=0.001)
+    assert (round(s.within_band * 99), round(s.inside_range * 99)) == (63, 87)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
     assert default.inside_range >= 0.85
 
 
 def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
     """Rounds 2-5's loss, the plain mean |log error|, searched and cross-validated the same way: the slow typical
-    teams pull the typical multiplier to 0.8 and the large-lab one to 1.1, and 6 runs fewer land within 0.8-1.25x
-    (56 of 96), as many inside the range, with a wider median range (2.48) and a larger median error (19 %). On round
-    10's 96 runs the 1.5x and 1.8x caps put as many within (62) and inside (85); 1.8x has the narrower median range
-    (2.43 against 2.44), so the rule (most within, then most inside, then the narrower range) picks 1.8x, round 6's
-    cap, again; round 9's 1.3x puts one run fewer within (61) and one more inside (86)."""
+    teams pull the typical multiplier to 0.8 and the large-lab one to 1.1, and 7 runs fewer land within 0.8-1.25x
+    (56 of 99), as many inside the range (87), at a larger median error (18.7 % against 16.0 %; the median range is
+    about the same, 2.48 against 2.49). On round 11's 99 runs the 1.5x, 2x and 2.5x caps put as many within (63);
+    2x puts one more inside (87 against 86), so the rule (most within, then most inside, then the narrower range)
+    picks 2x; round 10's 1.8x falls to 60 within, round 9's 1.3x puts 61 within and 88 inside."""
     uncapped = leave_one_organisation_out(data, searcher=calibration.searcher_for(None))
     old = held_out_summary(uncapped)
     shipped = held_out_summary(held_out)
-    assert (round(old.within_band * 96), round(shipped.within_band * 96)) == (56, 62)
-    assert (round(old.inside_range * 96), round(shipped.inside_range * 96)) == (85, 85)
-    assert shipped.median_width < old.median_width and shipped.median_error < old.median_error - 0.03
+    assert (round(old.within_band * 99), round(shipped.within_band * 99)) == (56, 63)
+    assert (round(old.inside_range * 99), round(shipped.inside_range * 99)) == (87, 87)
+    assert shipped.median_error < old.median_error - 0.02
     plain = search(data, loss_cap=None)
-    assert (plain.typical, plain.large_lab) == (0.8, 1.1) and (FIT.typical, FIT.large_lab) == (0.85, 1.05)
+    assert (plain.typical, plain.large_lab) == (0.8, 1.1) and (FIT.typical, FIT.large_lab) == (0.95, 1.05)
     round_9 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(1.3)))
-    assert (round(round_9.within_band * 96), round(round_9.inside_range * 96)) == (61, 86)
+    assert (round(round_9.within_band * 99), round(round_9.inside_range * 99)) == (61, 88)
     round_8 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(1.5)))
-    assert (round(round_8.within_band * 96), round(round_8.inside_range * 96)) == (62, 85)
-    assert round_8.median_width > shipped.median_width
-    judged = [(calibration.LOSS_CAP, shipped), (1.5, round_8), (1.3, round_9), (None, old)]
-    assert calibration.best_loss_cap(judged) == calibration.LOSS_CAP == 1.8
+    assert (round(round_8.within_band * 99), round(round_8.inside_range * 99)) == (63, 86)
+    round_10 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(1.8)))
+    assert round(round_10.within_band * 99) == 60
+    judged = [(calibration.LOSS_CAP, shipped), (1.5, round_8), (1.8, round_10), (1.3, round_9), (None, old)]
+    assert calibration.best_loss_cap(judged) == calibration.LOSS_CAP == 2.0
 
 
 def test_a_capped_loss_ignores_a_run_beyond_the_cap():
@@ -131,44 +133,44 @@ def test_an_organisation_is_held_out_whole(data, held_out):
 
 
 def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
-    """Without classes (every run 'tuned') the same search puts fewer runs within 0.8-1.25x (60 against 62 of 96),
-    as many inside the range (85), with a wider median range (2.47 against 2.43) and a much larger median error
-    (19.7 % against 14.5 %). (Round 9's 94 runs: 61 against 63 within, the same error.)"""
+    """Without classes (every run 'tuned') the same search puts fewer runs within 0.8-1.25x (61 against 63 of 99),
+    as many inside the range (87), with a wider median range (2.53 against 2.49) and a much larger median error
+    (19.9 % against 16.0 %). (Round 10's 96 runs: 60 against 62 within, 19.7 % against 14.5 %.)"""
     flat = dataclasses.replace(calibration.START, typical=1.0, basic=1.0)
     grid = {k: v for k, v in calibration.GRID.items() if k not in ("large_lab", "typical", "basic")}
     without = leave_one_organisation_out(data, searcher=lambda d: search(d, start=flat, grid=grid))
     flat_s = held_out_summary(without)
     shipped = held_out_summary(held_out)
-    assert (round(shipped.within_band * 96), round(flat_s.within_band * 96)) == (62, 60)
+    assert (round(shipped.within_band * 99), round(flat_s.within_band * 99)) == (63, 61)
     assert shipped.median_width < flat_s.median_width
-    assert shipped.median_error < flat_s.median_error - 0.04
+    assert shipped.median_error < flat_s.median_error - 0.035
 
 
 def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
     """Round 1's sharp knee, 1 / (1 + (T.G/N)^2) on every job, searched the same way, against compute / (compute +
-    sync) charged only across nodes. On round 10's 96 runs the knee puts 2 runs fewer within 0.8-1.25x (60 against
-    62; 56 against 63 of round 9's 94, 58 against 63 of round 7's 88, 42 against 48 of round 4's 66) at a larger
-    median error (15.6 % against 14.5 %); it puts one more inside its range (86 against 85) and covers two more with
-    the default class (90 against 88). Within comes first by the rule the search's other choices follow, so the
-    stated form stays: a form the data test, not a knob."""
+    sync) charged only across nodes. On round 11's 99 runs the knee puts 3 runs fewer within 0.8-1.25x (60 against
+    63; 60 against 62 of round 10's 96, 56 against 63 of round 9's 94, 42 against 48 of round 4's 66) at the same
+    median error (16.0 %); it puts one more inside its range (88 against 87) and covers as many with the default
+    class (92). Within comes first by the rule the search's other choices follow, so the stated form stays: a form
+    the data test, not a knob."""
     knee = dataclasses.replace(calibration.START, scale_out_exponent=2.0, scale_out_in_node=True)
     round_1 = leave_one_organisation_out(data, searcher=lambda d: search(d, start=knee))
     old = held_out_summary(round_1)
     shipped = held_out_summary(held_out)
-    assert round(shipped.within_band * 96) == 62 and round(old.within_band * 96) == 60
-    assert round(shipped.inside_range * 96) == 85 and round(old.inside_range * 96) == 86
-    assert old.median_error > shipped.median_error + 0.01
+    assert round(shipped.within_band * 99) == 63 and round(old.within_band * 99) == 60
+    assert round(shipped.inside_range * 99) == 87 and round(old.inside_range * 99) == 88
+    assert old.median_error == pytest.approx(shipped.median_error, abs=0.001)
     old_default = held_out_summary(round_1, mfu_model.DEFAULT_STACK)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
-    assert (round(default.inside_range * 96), round(old_default.inside_range * 96)) == (88, 90)
+    assert round(default.inside_range * 99) == round(old_default.inside_range * 99) == 92
 
 
 def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     """Round 4's search on the whole runs put the FP8 gain at 1.4, inside the published FP8/BF16 throughput ratios
     (torchtitan, OLMo-core, Megatron-LM with Transformer Engine: 1.28-1.42); round 5 states it there (two organisations'
     FP8 runs cannot set it in a fold that holds one out). The whole runs barely tell it from the round-1-3 value 1.3:
-    held there, the same search cross-validates to as many runs within 0.8-1.25x (62 of 96) and a median error 0.3
-    points larger. Searched on round 4's grid it goes to 1.6, outside every benchmark (bench/fit_mfu.py)."""
+    held there, the same search cross-validates to one run fewer within 0.8-1.25x (62 against 63 of 99) at the same
+    median error. Searched on round 4's grid it goes to 1.6, outside every benchmark (bench/fit_mfu.py)."""
     low, high = mfu_model.FP8_BENCHMARKS
     assert low <= FIT.fp8_gain <= high and FIT.fp8_gain == mfu_model.FP8_GAIN == calibration.START.fp8_gain
     assert "fp8_gain" not in calibration.GRID
@@ -176,7 +178,7 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     stated = leave_one_organisation_out(data, searcher=lambda d: search(d, start=older))
     old = held_out_summary(stated)
     shipped = held_out_summary(held_out)
-    assert round(shipped.within_band * 96) == round(old.within_band * 96) == 62
+    assert (round(shipped.within_band * 99), round(old.within_band * 99)) == (63, 62)
     assert shipped.median_error == pytest.approx(old.median_error, abs=0.005)
     scout = next(c for c in data if c.name == "Llama 4 Scout")
     assert scout.mfu(FIT).factors["fp8"] == pytest.approx(FIT.fp8_gain * 989 / 1979)
@@ -184,8 +186,8 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
 
 def test_leaving_untied_input_embeddings_out_of_the_flops_earns_its_place(data, held_out):
     """Round 5's FLOP count (an untied input embedding is a lookup) against rounds 1-4's (every parameter in 6.N.D),
-    each searched and cross-validated the same way: the lookup-free count predicts more runs within 0.8-1.25x (62
-    against 56 of 96) with a smaller median error (14.5 % against 17.7 %)."""
+    each searched and cross-validated the same way: the lookup-free count predicts more runs within 0.8-1.25x (63
+    against 52 of 99) with a smaller median error (16.0 % against 20.7 %)."""
     old_cases = [calibration.whole_count(c) for c in data]
     assert sum(o.flops > c.flops for o, c in zip(old_cases, data, strict=True)) >= 40
     counted = leave_one_organisation_out(old_cases)
@@ -198,12 +200,13 @@ def test_leaving_untied_input_embeddings_out_of_the_flops_earns_its_place(data, 
 def test_a_class_with_runs_from_three_organisations_gets_its_own_band(data, held_out):
     """Large-lab teams differ little and typical ones a great deal: each class's band is read off its own runs once
     three organisations stand behind it (basic since round 9: Hugging Face, the University of Bonn, AI-Study-Han, and
-    since round 10 tiny-llm-zh's author). One pooled band for every stated class (rounds 1-4) cross-validates to a
-    wider median band (2.72 against 2.43) and a default band covering fewer runs (84 % against 92 %)."""
+    since round 10 tiny-llm-zh's author, since round 11 SmallDoges). One pooled band for every stated class (rounds
+    1-4) cross-validates to a wider median band (2.86 against 2.49) and a default band covering fewer runs (86 %
+    against 93 %)."""
     ll_low, ll_high = FIT.band("large-lab")
     ty_low, ty_high = FIT.band("typical")
     assert ll_high / ll_low < FIT.band("tuned")[1] / FIT.band("tuned")[0] < ty_high / ty_low
-    assert FIT.band("basic") != FIT.band("typical") and FIT.band("basic") == (0.64, 1.56)
+    assert FIT.band("basic") != FIT.band("typical") and FIT.band("basic") == (0.5, 1.36)
     assert ty_low <= FIT.band_low and ty_high >= FIT.band_high  # the default never narrower than the pooled band
     pooled = leave_one_organisation_out(data, searcher=lambda d: search(d, per_class_bands=False))
     old = held_out_summary(pooled)
