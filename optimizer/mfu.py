@@ -72,10 +72,11 @@ and LUMI's model cards count modules; ROCm shows each GCD as a device). CDNA 2 (
 AMD_FACTOR["CDNA 2"], stated from AMD's own steady-state throughput for AMD-OLMo-1B on 64 MI250
 (12,200 tokens/s/GPU: 0.27 of peak with attention counted) against what this model expects of the same
 job on NVIDIA-class software, a whole run's MFU being the steady one times the goodput (optimizer.measured:
-0.9, range 0.75-1.0; a test checks the derivation). With round 10's constants the rate alone says 0.46 at the
-stated goodput and 0.39-0.52 over its range (round 6's: 0.45, 0.38-0.5); the two whole CDNA 2 runs found
-(AMD-Llama-135m on 16 MI250, OpenEuroLLM's 2B on 256 MI250X) check it, they do not set it, and at 0.5 land
-at 1.06x and 1.03x of their published hours in sample, 1.12x and 1.09x out of sample.
+0.9, range 0.75-1.0; a test checks the derivation). With round 11's constants the rate alone says 0.45 at the
+stated goodput and 0.38-0.50 over its range (round 10's: 0.46, 0.39-0.52); the whole CDNA 2 runs found
+(AMD-Llama-135m on 16 MI250, OpenEuroLLM's 2B on 256 MI250X, AI2's Paloma 1B baseline on 64 MI250X; Motif's
+2.6B, 0.29x, is a typical team's slow run) check it, they do not set it, and at 0.5 land at 1.04x, 1.01x and
+1.01x of their published hours in sample, 1.17x, 1.13x and 0.91x out of sample.
 CDNA 3 (MI300X, MI325X) has no published whole run with a duration (Instella-3B gives none): a stated guess.
 """
 
