@@ -13,7 +13,7 @@ calibrated on published whole runs (optimizer/data/calibration_runs.csv, report:
                                                with --measured, the user's own throughput sets it
                                                (optimizer/measured.py)
         x (bandwidth per FLOP / A100's)^A      faster tensor cores outrun their memory: H100 has half
-                                               the bytes per FLOP of A100 and sustains ~0.63 of its MFU
+                                               the bytes per FLOP of A100 and sustains ~0.67 of its MFU
         x 1 / (1 + peak/312 x N_s / N)        small matrices: below ~1B parameters the memory-bound
                                                work (norms, activations, softmax, optimizer) and kernel
                                                launches no longer hide behind the matmuls; worse on a
