@@ -3,7 +3,8 @@
     python bench/fit_mfu.py              # the search, the shipped constants, per-fold fits, the ablation table
     python bench/fit_mfu.py --quick      # the search and the cross-validation only (CI)
     python bench/fit_mfu.py --loss       # each loss cap cross-validated, and the one the cross-validation picks
-    python bench/fit_mfu.py --nested     # the cap chosen inside each fold too (about 5 minutes on 2 cores)
+    python bench/fit_mfu.py --nested     # the cap chosen inside each fold too (about 11 minutes on 2 cores)
+    python bench/fit_mfu.py --nested --weights  # the cap and the run weights chosen inside each fold (about 25)
 
 The shipped constants (``optimizer.mfu.FITTED``) are the ones this search picks; a test keeps the two equal.
 In-sample accuracy flatters a model fitted on the very runs it is judged on, and leave-one-run-out still lets an
@@ -40,6 +41,7 @@ from optimizer.calibration import (
     LOSS_CAPS,
     START,
     Case,
+    HeldOut,
     cases,
     evaluate,
     held_out_summary,
@@ -93,6 +95,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="search and cross-validation only, no ablation (CI)")
     parser.add_argument("--loss", action="store_true", help="each loss cap cross-validated (no ablation)")
     parser.add_argument("--nested", action="store_true", help="nested cross-validation of the loss cap (slow)")
+    parser.add_argument("--weights", action="store_true",
+                        help="with --nested: each fold also chooses between organisation and pair weights")  # fmt: skip
     parser.add_argument("--organisations", type=int, default=0, help="only the first N organisations (CI: small)")
     args = parser.parse_args()
     if args.organisations < 0:
@@ -101,6 +105,9 @@ def main() -> None:
     if args.organisations:
         keep = list(dict.fromkeys(c.organisation for c in data))[: args.organisations]
         data = [c for c in data if c.organisation in keep]
+    if args.nested and args.weights:
+        nested_weights(data)
+        return
     if args.loss or args.nested:
         losses(data, nested=args.nested)
         return
@@ -217,6 +224,36 @@ def losses(data: list[Case], *, nested: bool) -> None:
     chosen = ", ".join(f"{cap_label(k)}: {v}" for k, v in Counter(cap for cap, _ in folds).most_common())
     print(f"\nnested ({time.perf_counter() - started:.0f} s): each organisation held out of choosing the cap as well "
           f"as of the search; caps chosen: {chosen}")  # fmt: skip
+    line("nested leave-one-organisation-out", held_out_summary(held))
+    line("nested, default class", held_out_summary(held, DEFAULT_STACK))
+
+
+def weighted_searcher(cap: float | None, pairs: bool) -> Callable[[Sequence[Case]], Fit]:
+    return lambda d: search(d, loss_cap=cap, weigh=pair_weights if pairs else None)
+
+
+def weighted_fold(data: list[Case], organisation: str) -> tuple[tuple[float | None, bool], list[HeldOut]]:
+    """As ``calibration.nested_fold``, the choice made over the caps and the two run weightings together."""
+    others = [c for c in data if c.organisation != organisation]
+    choices = [(cap, pairs) for pairs in (False, True) for cap in LOSS_CAPS]
+    judged = [held_out_summary(leave_one_organisation_out(others, searcher=weighted_searcher(*c))) for c in choices]
+    best = max(range(len(choices)), key=lambda k: (calibration.loss_cap_rank(judged[k]), -k))
+    fit = weighted_searcher(*choices[best])(others)
+    return choices[best], [HeldOut(c, fit) for c in data if c.organisation == organisation]
+
+
+def nested_weights(data: list[Case]) -> None:
+    """Whether letting the cross-validation also choose the run weights (each organisation, or each organisation-and-
+    class pair) holds out of sample: both choices made inside each fold without the held-out organisation."""
+    started = time.perf_counter()
+    organisations = list(dict.fromkeys(c.organisation for c in data))
+    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        folds = list(pool.map(functools.partial(weighted_fold, data), organisations))
+    by_id = {h.case.id: h for _, fold in folds for h in fold}
+    held = [by_id[c.id] for c in data]
+    chosen = ", ".join(f"{cap_label(cap)} {'pairs' if pairs else 'organisations'}: {v}"
+                       for (cap, pairs), v in Counter(choice for choice, _ in folds).most_common())  # fmt: skip
+    print(f"nested ({time.perf_counter() - started:.0f} s), cap and weights chosen in each fold: {chosen}")
     line("nested leave-one-organisation-out", held_out_summary(held))
     line("nested, default class", held_out_summary(held, DEFAULT_STACK))
 

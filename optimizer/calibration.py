@@ -286,11 +286,13 @@ BAND_MARGIN = 1.13  # each edge moved out by 13 %: a band read off in-sample res
 # narrower range (2.45 against 2.46); 1.8x on round 10's 96 (tiny-llm-zh 92M and APT3-1B added), where 1.5x and 1.8x
 # put 62 within and 85 inside and 1.8x has the narrower range (2.43 against 2.44; 1.3x: 61 and 86); 2x on round 11's
 # 99 (the two Paloma 1B baselines and Doge-320M added), where 1.5x, 2x and 2.5x put 63 within and 2x puts 87 inside
-# (1.5x 86, 2.5x 86; 1.8x falls to 60 within).
+# (1.5x 86, 2.5x 86; 1.8x falls to 60 within); 1.3x on round 12's 105 (the FlashAttention paper's six GPT-2 runs
+# added, and the search bound by the published benchmarks, ``below_benchmarks``), where 1.3x puts 66 within against
+# 65 for 1.5x and 63 for 2x (unbound, 1.5x had put 66 within with constants above the benchmarks).
 # Which cap wins moves with one run: the search has several near-equal optima.
 # So a cap picked by the cross-validation that judges it is flattered, and the figure to quote is the nested one
 # (the cap chosen inside each fold without the held-out organisation, ``bench/fit_mfu.py --nested``; README).
-LOSS_CAP = 2.0
+LOSS_CAP = 1.3
 LOSS_CAPS = (1.3, 1.5, 1.8, 2.0, 2.5, 3.0, None)  # what bench/fit_mfu.py compares; None: the uncapped mean |log|
 
 
@@ -355,7 +357,7 @@ def search(
             for value in values:
                 change: dict[str, Any] = {name: value}
                 trial = dataclasses.replace(fit, **change)
-                if trial == fit or not ordered(trial):
+                if trial == fit or not ordered(trial) or not below_benchmarks(trial):
                     continue
                 result = judged(trial)
                 if result > best:
@@ -477,6 +479,59 @@ def evaluate_transfers(data: Sequence[Case], fits: Sequence[Fit]) -> TransferSum
 def ordered(fit: Fit) -> bool:
     """The classes are ordered by definition: large-lab >= tuned (1) >= typical >= basic."""
     return fit.large_lab >= 1.0 >= fit.typical >= fit.basic
+
+
+@dataclass(frozen=True, slots=True)
+class Benchmark:
+    """A short steady-state throughput measurement by the team that develops the framework
+    (optimizer/data/throughput_benchmarks.csv)."""
+
+    model: str
+    gpu: GpuSpec
+    gpus: int
+    params: float
+    mfu: float
+    stack: str
+
+
+def benchmarks() -> list[Benchmark]:
+    text = resources.files("optimizer").joinpath("data/throughput_benchmarks.csv").read_text(encoding="utf-8")
+    gpus = catalog()
+    table = csv.DictReader(line for line in text.splitlines() if not line.startswith("#"))
+    return [
+        Benchmark(
+            r["model"],
+            gpus.resolve(r["gpu"]),
+            int(r["gpus"]),
+            float(r["params"]),
+            float(r["mfu_pct"]) / 100,
+            r["stack"],
+        )
+        for r in table
+    ]
+
+
+BENCHMARKS = benchmarks()
+
+
+def below_benchmarks(fit: Fit, marks: Sequence[Benchmark] | None = None) -> bool:
+    """Whether no whole run is expected to beat a published short benchmark of the same job: the search's second rule
+    of admissible constants, after ``ordered``.
+
+    A whole run pays for restarts, evaluation, checkpoints and stalls that a benchmark of a few steps does not, so
+    constants under which llm-foundry run by MosaicML would sustain more over a whole run than MosaicML measured in
+    steady state are wrong however well they fit. Round 12 of issue 14 (105 runs) made it a rule of the search: the
+    loss cap the cross-validation picked (1.5x) found base 0.56, which puts a tuned 70B on 64 A100-80GB at 54 % MFU
+    against the benchmark's 53 %; until then a test checked the shipped constants against these benchmarks after
+    the fact.
+    """
+
+    def expected(b: Benchmark) -> float:
+        return mfu_model.realized_mfu(
+            b.gpu, active_params=b.params, gpus=b.gpus, gpus_per_node=8, stack=b.stack, fit=fit
+        ).expected
+
+    return all(expected(b) <= b.mfu for b in (BENCHMARKS if marks is None else marks))
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,7 +59,7 @@ def test_elsewhere_the_model_carries_the_team_factor_and_the_range_is_the_transf
     expected = STEADY * 0.9 * est.factors["transfer"]
     assert est.mfu.expected == pytest.approx(expected)
     t_low, t_high = FIT.transfer_band()
-    assert (t_low, t_high) == (0.59, 1.7)  # wider than the goodput range (0.83-1.11), which it holds
+    assert (t_low, t_high) == (0.6, 1.67)  # wider than the goodput range (0.83-1.11), which it holds
     assert est.mfu.low == pytest.approx(expected * t_low)
     assert est.mfu.high == pytest.approx(expected * t_high)
     # more GPUs of the measured kind are elsewhere too: across nodes the scale-out term moves the figure
@@ -108,23 +108,24 @@ def held_out():
 
 def test_a_measurement_earns_its_place_out_of_sample(held_out):
     """Out of sample (each run predicted from one other run of its team, the band from the other organisations):
-    56 % within 0.8-1.25x and 90 % inside the x0.59-1.7 band, against 45 % within a x5.9 range for a user who says
-    nothing (the default class): a range less than half as wide at a coverage still above 85 %. For the typical
-    teams, whose class says least, 50 % within against 42 % with their stack class, every run inside both ranges."""
+    61 % within 0.8-1.25x and 87 % inside the x0.6-1.67 band, against 63 % within a x5.7 range for a user who says
+    nothing (the default class; round 11's 45 %, before round 12's constants put typical at 0.9 of tuned): a range
+    less than half as wide at a coverage still above 85 %. For the typical teams, whose class says least, 62 %
+    within against 43 % with their stack class, every run inside both ranges."""
     cases, fits = [h.case for h in held_out], [h.fit for h in held_out]
     t = calibration.evaluate_transfers(cases, fits)
-    assert (t.runs, t.organisations, t.pairs) == (75, 15, 434)
-    assert t.within_band == pytest.approx(0.557, abs=0.005)
+    assert (t.runs, t.organisations, t.pairs) == (81, 16, 440)
+    assert t.within_band == pytest.approx(0.606, abs=0.005)
     assert t.inside_range >= 0.85
     teamed = [k for k, mates in enumerate(calibration.same_team(cases)) if mates]
     silent = calibration.evaluate([cases[k] for k in teamed], [fits[k] for k in teamed], mfu_model.DEFAULT_STACK)
-    assert silent.within_band == pytest.approx(34 / 75)
+    assert silent.within_band == pytest.approx(51 / 81)
     low, high = FIT.transfer_band()
     assert high / low < silent.median_width / 2
     typical = [k for k in teamed if cases[k].stack == "typical"]
     t_typ = calibration.evaluate_transfers([cases[k] for k in typical], [fits[k] for k in typical])
     s_typ = calibration.evaluate([cases[k] for k in typical], [fits[k] for k in typical])
-    assert t_typ.within_band > s_typ.within_band == pytest.approx(5 / 12)
+    assert t_typ.within_band > s_typ.within_band == pytest.approx(6 / 14)
     assert t_typ.inside_range == s_typ.inside_range == 1.0
 
 
