@@ -2,9 +2,8 @@
 
     python bench/fit_mfu.py              # the search, the shipped constants, per-fold fits, the ablation table
     python bench/fit_mfu.py --quick      # the search and the cross-validation only (CI)
-    python bench/fit_mfu.py --loss       # each loss cap cross-validated, and the one the cross-validation picks
-    python bench/fit_mfu.py --nested     # the cap chosen inside each fold too (about 11 minutes on 2 cores)
-    python bench/fit_mfu.py --nested --weights  # the cap and the run weights chosen inside each fold (about 25)
+    python bench/fit_mfu.py --loss       # each loss (cap, run weights) cross-validated, and the one it picks
+    python bench/fit_mfu.py --nested     # the loss chosen inside each fold too (about 23 minutes on 2 cores)
 
 The shipped constants (``optimizer.mfu.FITTED``) are the ones this search picks; a test keeps the two equal.
 In-sample accuracy flatters a model fitted on the very runs it is judged on, and leave-one-run-out still lets an
@@ -38,10 +37,10 @@ from optimizer import mfu as mfu_model
 from optimizer.calibration import (
     GRID,
     LOSS_CAP,
-    LOSS_CAPS,
+    LOSS_PAIRS,
+    LOSSES,
     START,
     Case,
-    HeldOut,
     cases,
     evaluate,
     held_out_summary,
@@ -95,8 +94,6 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="search and cross-validation only, no ablation (CI)")
     parser.add_argument("--loss", action="store_true", help="each loss cap cross-validated (no ablation)")
     parser.add_argument("--nested", action="store_true", help="nested cross-validation of the loss cap (slow)")
-    parser.add_argument("--weights", action="store_true",
-                        help="with --nested: each fold also chooses between organisation and pair weights")  # fmt: skip
     parser.add_argument("--organisations", type=int, default=0, help="only the first N organisations (CI: small)")
     args = parser.parse_args()
     if args.organisations < 0:
@@ -105,9 +102,6 @@ def main() -> None:
     if args.organisations:
         keep = list(dict.fromkeys(c.organisation for c in data))[: args.organisations]
         data = [c for c in data if c.organisation in keep]
-    if args.nested and args.weights:
-        nested_weights(data)
-        return
     if args.loss or args.nested:
         losses(data, nested=args.nested)
         return
@@ -154,7 +148,7 @@ def main() -> None:
     ablate("one pooled band for stated classes (rounds 1-4)", data, START, GRID, per_class_bands=False)
     ablate("untied input embeddings counted (rounds 1-4)", old, START, GRID)
     ablate("uncapped mean |log error| (rounds 2-5)", data, START, GRID, loss_cap=None)
-    ablate("each organisation-and-class pair weighs one", data, START, GRID, weigh=pair_weights)
+    ablate("each organisation weighs one (rounds 1-11)", data, START, GRID, weigh=calibration.organisation_weights)
 
     for cohort, ids in ADDED.items():
         added = [c for c in data if c.id in ids]
@@ -199,20 +193,22 @@ def ablate(
 
 
 def losses(data: list[Case], *, nested: bool) -> None:
-    """Each loss cap searched and cross-validated; the cap the cross-validation picks; nested, its honest figure."""
-    print(f"runs: {len(data)}; the search's loss: mean |log error| per organisation, each run's capped at log(cap)")
-    print(f"  {'cap':>9}   {'within':>7} {'inside':>7} {'|err|':>6} {'width':>6} {'dflt in':>8}   constants")
+    """Each loss (cap, run weights) searched and cross-validated; the one the cross-validation picks; nested, its
+    honest figure."""
+    print(f"runs: {len(data)}; the search's loss: mean |log error|, each run's capped at log(cap), each organisation "
+          "or each organisation-and-class pair weighing one")  # fmt: skip
+    print(f"  {'loss':>15}   {'within':>7} {'inside':>7} {'|err|':>6} {'width':>6} {'dflt in':>8}   constants")
     judged = []
-    for cap in LOSS_CAPS:
-        searcher = calibration.searcher_for(cap)
+    for cap, pairs in LOSSES:
+        searcher = calibration.searcher_for(cap, pairs)
         s = held_out_summary(held := leave_one_organisation_out(data, searcher=searcher))
         d = held_out_summary(held, DEFAULT_STACK)
-        judged.append((cap, s))
-        print(f"  {cap_label(cap):>9}   {s.within_band:>7.0%} {s.inside_range:>7.0%} {s.median_error:>6.1%} "
+        judged.append(((cap, pairs), s))
+        print(f"  {loss_label((cap, pairs)):>15}   {s.within_band:>7.0%} {s.inside_range:>7.0%} {s.median_error:>6.1%} "
               f"{s.median_width:>6.2f} {d.inside_range:>8.0%}   {describe(searcher(data))}")  # fmt: skip
     best = calibration.best_loss_cap(judged)
-    print(f"the cross-validation picks {cap_label(best)} (most within, then most inside, then the narrower range); "
-          f"shipped: {cap_label(LOSS_CAP)}")  # fmt: skip
+    print(f"the cross-validation picks {loss_label(best)} (most within, then most inside, then the narrower range); "
+          f"shipped: {loss_label((LOSS_CAP, LOSS_PAIRS))}")  # fmt: skip
     if not nested:
         return
     started = time.perf_counter()
@@ -221,48 +217,15 @@ def losses(data: list[Case], *, nested: bool) -> None:
         folds = list(pool.map(functools.partial(calibration.nested_fold, data), organisations))
     by_id = {h.case.id: h for _, fold in folds for h in fold}
     held = [by_id[c.id] for c in data]
-    chosen = ", ".join(f"{cap_label(k)}: {v}" for k, v in Counter(cap for cap, _ in folds).most_common())
-    print(f"\nnested ({time.perf_counter() - started:.0f} s): each organisation held out of choosing the cap as well "
-          f"as of the search; caps chosen: {chosen}")  # fmt: skip
+    chosen = ", ".join(f"{loss_label(k)}: {v}" for k, v in Counter(loss for loss, _ in folds).most_common())
+    print(f"\nnested ({time.perf_counter() - started:.0f} s): each organisation held out of choosing the loss as "
+          f"well as of the search; losses chosen: {chosen}")  # fmt: skip
     line("nested leave-one-organisation-out", held_out_summary(held))
     line("nested, default class", held_out_summary(held, DEFAULT_STACK))
 
 
-def weighted_searcher(cap: float | None, pairs: bool) -> Callable[[Sequence[Case]], Fit]:
-    return lambda d: search(d, loss_cap=cap, weigh=pair_weights if pairs else None)
-
-
-def weighted_fold(data: list[Case], organisation: str) -> tuple[tuple[float | None, bool], list[HeldOut]]:
-    """As ``calibration.nested_fold``, the choice made over the caps and the two run weightings together."""
-    others = [c for c in data if c.organisation != organisation]
-    choices = [(cap, pairs) for pairs in (False, True) for cap in LOSS_CAPS]
-    judged = [held_out_summary(leave_one_organisation_out(others, searcher=weighted_searcher(*c))) for c in choices]
-    best = max(range(len(choices)), key=lambda k: (calibration.loss_cap_rank(judged[k]), -k))
-    fit = weighted_searcher(*choices[best])(others)
-    return choices[best], [HeldOut(c, fit) for c in data if c.organisation == organisation]
-
-
-def nested_weights(data: list[Case]) -> None:
-    """Whether letting the cross-validation also choose the run weights (each organisation, or each organisation-and-
-    class pair) holds out of sample: both choices made inside each fold without the held-out organisation."""
-    started = time.perf_counter()
-    organisations = list(dict.fromkeys(c.organisation for c in data))
-    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        folds = list(pool.map(functools.partial(weighted_fold, data), organisations))
-    by_id = {h.case.id: h for _, fold in folds for h in fold}
-    held = [by_id[c.id] for c in data]
-    chosen = ", ".join(f"{cap_label(cap)} {'pairs' if pairs else 'organisations'}: {v}"
-                       for (cap, pairs), v in Counter(choice for choice, _ in folds).most_common())  # fmt: skip
-    print(f"nested ({time.perf_counter() - started:.0f} s), cap and weights chosen in each fold: {chosen}")
-    line("nested leave-one-organisation-out", held_out_summary(held))
-    line("nested, default class", held_out_summary(held, DEFAULT_STACK))
-
-
-def pair_weights(data: Sequence[Case]) -> list[float]:
-    """Each (organisation, stack class) pair weighs one, in place of each organisation: a class held by few
-    organisations (basic: three) is then not set by whichever of them has the fewest other runs."""
-    counts = Counter((c.organisation, c.stack) for c in data)
-    return [1.0 / counts[(c.organisation, c.stack)] for c in data]
+def loss_label(loss: tuple[float | None, bool]) -> str:
+    return f"{cap_label(loss[0])} {'pairs' if loss[1] else 'orgs'}"
 
 
 def cap_label(cap: float | None) -> str:

@@ -33,11 +33,14 @@ def test_bench_runs_in_its_quick_mode(bench):
 @pytest.mark.slow
 def test_the_loss_comparison_and_its_nested_check_run_small():
     """`fit_mfu.py --nested` takes minutes on every organisation; on four it runs the same code (the process pool
-    included) in seconds, and says which cap the cross-validation picks and what the nested figure is."""
+    included) in seconds, and says which loss (cap and run weights) the cross-validation picks and what the nested
+    figure is."""
     args = [sys.executable, str(REPO / "bench" / "fit_mfu.py"), "--nested", "--organisations", "4"]
     out = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "the cross-validation picks x" in out.stdout
     assert "nested leave-one-organisation-out: within" in out.stdout
-    rows = re.findall(r"^ +(x[\d.]+|none) +\d+% +\d+% +[\d.]+% +[\d.]+ +\d+% ", out.stdout, re.MULTILINE)
-    assert rows == ["x1.3", "x1.5", "x1.8", "x2", "x2.5", "x3", "none"]  # a row per cap, uncapped last
+    row = r"^ +((?:x[\d.]+|none) (?:orgs|pairs)) +\d+% +\d+% +[\d.]+% +[\d.]+ +\d+% "
+    rows = re.findall(row, out.stdout, re.MULTILINE)
+    caps = ["x1.3", "x1.5", "x1.8", "x2", "x2.5", "x3", "none"]
+    assert rows == [f"{cap} {w}" for w in ("orgs", "pairs") for cap in caps]  # a row per loss, uncapped last

@@ -66,10 +66,10 @@ def test_in_sample_figures(data):
     """What bench/calibration.py prints for the shipped constants on every run (README, Calibration)."""
     s = evaluate(data, [FIT] * len(data))
     assert len(data) == 105
-    assert round(s.within_band * 105) == 68
+    assert round(s.within_band * 105) == 71
     assert round(s.inside_range * 105) == 96
     assert s.median_width <= 2.40
-    assert s.median_error <= 0.149
+    assert s.median_error <= 0.137
     assert 0.9 <= s.median_ratio <= 1.1
 
 
@@ -77,41 +77,41 @@ def test_leave_one_organisation_out_figures(held_out):
     """The headline, out of sample: each organisation predicted by constants chosen without any of its runs.
 
     Issue 14's targets: >= 85 % inside [low, high], median band <= 2.5 and, with the default class for every run,
-    >= 85 % inside: met on round 12's 105 runs with its loss cap (89 %, 2.42, 94 %). Within 0.8-1.25x (target 75 %)
-    is not met: 63 % (66 of 105; 55 % with rounds 2-5's uncapped loss); nor the median error (target 15 %): 15.9 %
-    (the 1.5x cap would give 15.3 % with one run fewer within; the rule that picks the cap does not look at the
-    error). The nested figure, the cap chosen without the held-out organisation, is in the README.
+    >= 85 % inside: met on round 12's 105 runs with its loss (89 %, 2.42, 94 %), and since round 12 the median
+    error (target 15 %): 14.2 % (14.8 % nested). Within 0.8-1.25x (target 75 %) is not met: 67 % (70 of 105; 50 %
+    with rounds 2-5's uncapped loss). The nested figure, the loss chosen without the held-out organisation, is in
+    the README.
     """
     s = held_out_summary(held_out)
     assert s.inside_range >= 0.85
     assert s.median_width <= 2.5
-    assert s.median_error == pytest.approx(0.159, abs=0.001)
-    assert (round(s.within_band * 105), round(s.inside_range * 105)) == (66, 93)
+    assert s.median_error == pytest.approx(0.142, abs=0.001)
+    assert (round(s.within_band * 105), round(s.inside_range * 105)) == (70, 93)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
     assert default.inside_range >= 0.85 and round(default.inside_range * 105) == 99
 
 
 def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
     """Rounds 2-5's loss, the plain mean |log error|, searched and cross-validated the same way: the slow typical
-    teams pull the typical multiplier to 0.8 and the large-lab one to 1.1, and 8 runs fewer land within 0.8-1.25x
-    (58 of 105), one more inside the range (94 against 93), at a larger median error (20.4 % against 15.9 %) and a
-    wider median range (2.50 against 2.42). On round 12's 105 runs the 1.3x cap puts 66 within, 1.5x 65 (at 15.3 %),
-    2x (round 11's) and 2.5x 63 and 1.8x (round 10's) 62, each with 93 inside, so the rule (most within, then most
-    inside, then the narrower range) picks 1.3x."""
+    teams pull the typical multiplier to 0.8 and the large-lab one to 1.15, and 17 runs fewer land within
+    0.8-1.25x (53 of 105), as many inside the range (93), at a larger median error (21.3 % against 14.2 %) and a
+    wider median range (2.51 against 2.42). On round 12's 105 runs, with pair weights, the 1.3x cap puts 70 within,
+    1.5x 68, 2x (round 11's) and 1.8x (round 10's) 63, so the rule (most within, then most inside, then the narrower
+    range) picks 1.3x."""
     uncapped = leave_one_organisation_out(data, searcher=calibration.searcher_for(None))
     old = held_out_summary(uncapped)
     shipped = held_out_summary(held_out)
-    assert (round(old.within_band * 105), round(shipped.within_band * 105)) == (58, 66)
-    assert (round(old.inside_range * 105), round(shipped.inside_range * 105)) == (94, 93)
-    assert shipped.median_error < old.median_error - 0.02
+    assert (round(old.within_band * 105), round(shipped.within_band * 105)) == (53, 70)
+    assert (round(old.inside_range * 105), round(shipped.inside_range * 105)) == (93, 93)
+    assert shipped.median_error < old.median_error - 0.05
     plain = search(data, loss_cap=None)
-    assert (plain.typical, plain.large_lab) == (0.8, 1.1) and (FIT.typical, FIT.large_lab) == (0.9, 1.0)
+    assert (plain.typical, plain.large_lab) == (0.8, 1.15) and (FIT.typical, FIT.large_lab) == (0.9, 1.0)
     round_11 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(2.0)))
     assert (round(round_11.within_band * 105), round(round_11.inside_range * 105)) == (63, 93)
     round_8 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(1.5)))
-    assert (round(round_8.within_band * 105), round(round_8.inside_range * 105)) == (65, 93)
+    assert (round(round_8.within_band * 105), round(round_8.inside_range * 105)) == (68, 93)
     round_10 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(1.8)))
-    assert round(round_10.within_band * 105) == 62
+    assert round(round_10.within_band * 105) == 63
     judged = [(calibration.LOSS_CAP, shipped), (1.5, round_8), (1.8, round_10), (2.0, round_11), (None, old)]
     assert calibration.best_loss_cap(judged) == calibration.LOSS_CAP == 1.3
 
@@ -133,35 +133,33 @@ def test_an_organisation_is_held_out_whole(data, held_out):
 
 
 def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
-    """Without classes (every run 'tuned') the same search puts fewer runs within 0.8-1.25x (64 against 66 of 105),
-    with a wider median range (2.50 against 2.42) and a larger median error (16.2 % against 15.9 %); it puts two more
-    inside its range (95 against 93). (Round 11's 99 runs: 61 against 63 within, 19.9 % against 16.0 %; the
-    FlashAttention paper's Megatron-LM and Hugging Face runs, two classes below its tuned runs and slower than
-    either class says, take most of the classes' gain in error.)"""
+    """Without classes (every run 'tuned') the same search puts fewer runs within 0.8-1.25x (64 against 70 of 105),
+    with a wider median range (2.50 against 2.42) and a larger median error (17.0 % against 14.2 %); it puts two more
+    inside its range (95 against 93). (Round 11's 99 runs: 61 against 63 within, 19.9 % against 16.0 %.)"""
     flat = dataclasses.replace(calibration.START, typical=1.0, basic=1.0)
     grid = {k: v for k, v in calibration.GRID.items() if k not in ("large_lab", "typical", "basic")}
     without = leave_one_organisation_out(data, searcher=lambda d: search(d, start=flat, grid=grid))
     flat_s = held_out_summary(without)
     shipped = held_out_summary(held_out)
-    assert (round(shipped.within_band * 105), round(flat_s.within_band * 105)) == (66, 64)
+    assert (round(shipped.within_band * 105), round(flat_s.within_band * 105)) == (70, 64)
     assert shipped.median_width < flat_s.median_width - 0.05
-    assert shipped.median_error < flat_s.median_error
+    assert shipped.median_error < flat_s.median_error - 0.02
 
 
 def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
     """Round 1's sharp knee, 1 / (1 + (T.G/N)^2) on every job, searched the same way, against compute / (compute +
-    sync) charged only across nodes. On round 12's 105 runs the knee puts 6 runs fewer within 0.8-1.25x (60 against
-    66; 60 against 63 of round 11's 99, 56 against 63 of round 9's 94, 42 against 48 of round 4's 66), 3 fewer inside
-    its range (90 against 93) and 2 fewer inside the default class's (97 against 99), at a smaller median error
-    (15.1 % against 15.9 %). Within comes first by the rule the search's other choices follow, so the stated form
-    stays: a form the data test, not a knob."""
+    sync) charged only across nodes. On round 12's 105 runs the knee puts 4 runs fewer within 0.8-1.25x (66 against
+    70; 60 against 63 of round 11's 99, 56 against 63 of round 9's 94, 42 against 48 of round 4's 66), one fewer
+    inside its range (92 against 93) and 2 fewer inside the default class's (97 against 99), at about the same
+    median error (14.4 % against 14.2 %). Within comes first by the rule the search's other choices follow, so the
+    stated form stays: a form the data test, not a knob."""
     knee = dataclasses.replace(calibration.START, scale_out_exponent=2.0, scale_out_in_node=True)
     round_1 = leave_one_organisation_out(data, searcher=lambda d: search(d, start=knee))
     old = held_out_summary(round_1)
     shipped = held_out_summary(held_out)
-    assert round(shipped.within_band * 105) == 66 and round(old.within_band * 105) == 60
-    assert round(shipped.inside_range * 105) == 93 and round(old.inside_range * 105) == 90
-    assert old.median_error == pytest.approx(0.151, abs=0.001)
+    assert round(shipped.within_band * 105) == 70 and round(old.within_band * 105) == 66
+    assert round(shipped.inside_range * 105) == 93 and round(old.inside_range * 105) == 92
+    assert old.median_error == pytest.approx(0.144, abs=0.001)
     old_default = held_out_summary(round_1, mfu_model.DEFAULT_STACK)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
     assert (round(default.inside_range * 105), round(old_default.inside_range * 105)) == (99, 97)
@@ -171,8 +169,8 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     """Round 4's search on the whole runs put the FP8 gain at 1.4, inside the published FP8/BF16 throughput ratios
     (torchtitan, OLMo-core, Megatron-LM with Transformer Engine: 1.28-1.42); round 5 states it there (two organisations'
     FP8 runs cannot set it in a fold that holds one out). The whole runs barely tell it from the round-1-3 value 1.3:
-    held there, the same search cross-validates to two runs fewer within 0.8-1.25x (64 against 66 of 105) at the
-    same median error. Searched on round 4's grid it goes to 1.6, outside every benchmark (bench/fit_mfu.py)."""
+    held there, the same search cross-validates to one run fewer within 0.8-1.25x (69 against 70 of 105) at about
+    the same median error. Searched on round 4's grid it goes to 1.6, outside every benchmark (bench/fit_mfu.py)."""
     low, high = mfu_model.FP8_BENCHMARKS
     assert low <= FIT.fp8_gain <= high and FIT.fp8_gain == mfu_model.FP8_GAIN == calibration.START.fp8_gain
     assert "fp8_gain" not in calibration.GRID
@@ -180,7 +178,7 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     stated = leave_one_organisation_out(data, searcher=lambda d: search(d, start=older))
     old = held_out_summary(stated)
     shipped = held_out_summary(held_out)
-    assert (round(shipped.within_band * 105), round(old.within_band * 105)) == (66, 64)
+    assert (round(shipped.within_band * 105), round(old.within_band * 105)) == (70, 69)
     assert shipped.median_error == pytest.approx(old.median_error, abs=0.005)
     scout = next(c for c in data if c.name == "Llama 4 Scout")
     assert scout.mfu(FIT).factors["fp8"] == pytest.approx(FIT.fp8_gain * 989 / 1979)
@@ -188,8 +186,8 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
 
 def test_leaving_untied_input_embeddings_out_of_the_flops_earns_its_place(data, held_out):
     """Round 5's FLOP count (an untied input embedding is a lookup) against rounds 1-4's (every parameter in 6.N.D),
-    each searched and cross-validated the same way: the lookup-free count predicts more runs within 0.8-1.25x (66
-    against 56 of 105) with a smaller median error (15.9 % against 20.6 %)."""
+    each searched and cross-validated the same way: the lookup-free count predicts more runs within 0.8-1.25x (70
+    against 56 of 105) with a smaller median error (14.2 % against 20.4 %)."""
     old_cases = [calibration.whole_count(c) for c in data]
     assert sum(o.flops > c.flops for o, c in zip(old_cases, data, strict=True)) >= 40
     counted = leave_one_organisation_out(old_cases)
@@ -203,12 +201,12 @@ def test_a_class_with_runs_from_three_organisations_gets_its_own_band(data, held
     """Large-lab teams differ little and typical ones a great deal: each class's band is read off its own runs once
     three organisations stand behind it (basic since round 9: Hugging Face, the University of Bonn, AI-Study-Han, and
     since round 10 tiny-llm-zh's author, since round 11 SmallDoges, since round 12 the FlashAttention paper's
-    authors). One pooled band for every stated class (rounds 1-4) cross-validates to a wider median band (2.92
+    authors). One pooled band for every stated class (rounds 1-4) cross-validates to a wider median band (2.75
     against 2.42) and a default band covering fewer runs (94 against 99 of 105)."""
     ll_low, ll_high = FIT.band("large-lab")
     ty_low, ty_high = FIT.band("typical")
     assert ll_high / ll_low < FIT.band("tuned")[1] / FIT.band("tuned")[0] < ty_high / ty_low
-    assert FIT.band("basic") != FIT.band("typical") and FIT.band("basic") == (0.44, 1.14)
+    assert FIT.band("basic") != FIT.band("typical") and FIT.band("basic") == (0.88, 2.27)
     assert ty_low <= FIT.band_low and ty_high >= FIT.band_high  # the default never narrower than the pooled band
     pooled = leave_one_organisation_out(data, searcher=lambda d: search(d, per_class_bands=False))
     old = held_out_summary(pooled)
@@ -301,7 +299,7 @@ def test_amd_cdna2_factor_reproduces_amd_olmo_published_throughput():
     that job is that rate less the time a whole run spends off it, so the steady MFU must lie where the stated
     goodput range (optimizer.measured, 0.75-1.0) puts it. At the stated goodput, 0.9, the rate alone says 0.45 with
     round 12's constants (the whole CDNA 2 runs say 0.5: AMD-Llama-135m, OpenEuroLLM's 2B and AI2's Paloma 1B
-    baseline land at 1.04x, 1.00x and 0.96x of their hours in sample, 1.17x, 1.13x and 0.96x out of sample)."""
+    baseline land at 1.04x, 1.00x and 0.96x of their hours in sample, 1.04x, 0.95x and 0.96x out of sample)."""
     row = next(r for r in rows(included_only=False) if r["run"] == "AMD-OLMo-1B")
     case = Case.of({**row, "gpu_hours": "1"})
     published = (6 * 1.18e9 + 12 * 16 * 2048 * 2048) * 12_200 / 362.1e12
@@ -416,3 +414,19 @@ def test_the_search_never_picks_constants_above_the_published_benchmarks(data):
     assert calibration.below_benchmarks(search(data, start=dataclasses.replace(calibration.START, base=0.54)))
     for cap in (1.5, 2.0):
         assert calibration.below_benchmarks(search(data, loss_cap=cap))
+
+
+def test_pair_weights_earn_their_place_out_of_sample(data, held_out):
+    """Since round 12 each organisation-and-class pair weighs one in the loss, chosen by the cross-validation with
+    the cap: with each organisation weighing one (rounds 1-11) the same search puts 66 of 105 within 0.8-1.25x
+    against 70, at a larger median error (15.9 % against 14.2 %), and leaves ``basic`` at 0.5 of ``tuned`` between
+    its two kinds of runs; with pairs it is 0.25, where six of the eight basic runs are."""
+    assert calibration.LOSS_PAIRS and (calibration.LOSS_CAP, True) in calibration.LOSSES
+    assert calibration.pair_weights(data) != calibration.organisation_weights(data)
+    by_org = leave_one_organisation_out(data, searcher=calibration.searcher_for(calibration.LOSS_CAP, False))
+    old, shipped = held_out_summary(by_org), held_out_summary(held_out)
+    assert (round(old.within_band * 105), round(shipped.within_band * 105)) == (66, 70)
+    assert shipped.median_error < old.median_error - 0.015
+    assert search(data, pairs=False).basic == 0.5 and FIT.basic == 0.25
+    judged = [((calibration.LOSS_CAP, False), old), ((calibration.LOSS_CAP, True), shipped)]
+    assert calibration.best_loss_cap(judged) == (calibration.LOSS_CAP, calibration.LOSS_PAIRS)
