@@ -26,7 +26,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -148,7 +148,7 @@ def main() -> None:
     ablate("one pooled band for stated classes (rounds 1-4)", data, START, GRID, per_class_bands=False)
     ablate("untied input embeddings counted (rounds 1-4)", old, START, GRID)
     ablate("uncapped mean |log error| (rounds 2-5)", data, START, GRID, loss_cap=None)
-    ablate("each organisation weighs one (rounds 1-11)", data, START, GRID, weigh=calibration.organisation_weights)
+    ablate("each organisation weighs one (rounds 1-11)", data, START, GRID, pairs=False)
 
     for cohort, ids in ADDED.items():
         added = [c for c in data if c.id in ids]
@@ -170,13 +170,13 @@ def ablate(
     refit_bands: bool = True,
     per_class_bands: bool = True,
     loss_cap: float | None = LOSS_CAP,
-    weigh: Callable[[Sequence[Case]], list[float]] | None = None,
+    pairs: bool = LOSS_PAIRS,
 ) -> None:
     with amd_factor(amd):
         searcher: Callable[[list[Case]], Fit]
         if grid or refit_bands:
             searcher = functools.partial(
-                search, start=start, grid=grid, per_class_bands=per_class_bands, loss_cap=loss_cap, weigh=weigh
+                search, start=start, grid=grid, per_class_bands=per_class_bands, loss_cap=loss_cap, pairs=pairs
             )
         else:
             searcher = functools.partial(as_shipped, start)  # the shipped constants, no search at all
