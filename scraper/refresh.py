@@ -285,7 +285,7 @@ def refresh(
     """
     from warehouse.db import open_warehouse
     from warehouse.load import last_validators
-    from warehouse.paths import raw_dir
+    from warehouse.paths import raw_dir, temp_root
 
     names = list(providers or NAMES)
     shares, default_timeout = check_config(names, env=env, replay=replay, accept_drop=accept_drop)
@@ -307,7 +307,7 @@ def refresh(
     if replay is None:
         con.close()
 
-    workdir = Path(tempfile.mkdtemp(prefix="costopt-fetch-"))
+    workdir = Path(tempfile.mkdtemp(prefix="costopt-fetch-", dir=temp_root()))
     try:
         fetched = asyncio.run(
             _fetch_all(

@@ -87,10 +87,10 @@ def make_seed(target: Path, root: Path | None = None) -> None:
 
     from warehouse import seed as seeds
     from warehouse.db import open_warehouse
-    from warehouse.paths import snapshot_dir
+    from warehouse.paths import snapshot_dir, temp_root
 
     root = root or snapshot_dir()
-    with tempfile.TemporaryDirectory(prefix="costopt-seed-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="costopt-seed-", dir=temp_root()) as scratch:
         path = Path(scratch) / "seed.duckdb"
         summary = replay_snapshot(path, root)
         con = open_warehouse(path, read_only=True)

@@ -33,3 +33,24 @@ def snapshot_dir() -> Path:
     if packaged.is_dir():
         return packaged
     return Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def temp_root() -> str:
+    """The system's temporary directory, found with Ctrl-C held off.
+
+    tempfile finds it on first use by writing and deleting a randomly named probe file there; a Ctrl-C between the
+    two leaves that file behind (seen under load: tests/cli/test_failures.py interrupts a refresh at 0.3 s). Held,
+    the Ctrl-C lands just after the probe, where the caller's clean-up already covers it. A scratch directory made
+    with ``dir=temp_root()`` needs no probe of its own.
+    """
+    import signal
+    import tempfile  # here, not at the top: most commands never need it
+
+    hold = getattr(signal, "pthread_sigmask", None)  # not on Windows
+    if hold is None:
+        return tempfile.gettempdir()
+    previous = hold(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return tempfile.gettempdir()
+    finally:
+        hold(signal.SIG_SETMASK, previous)
