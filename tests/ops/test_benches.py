@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import REPO
 
 BENCHES = sorted((REPO / "bench").glob("*.py"))
-KNOWN = {"aws_csv", "calibration", "cli_speed", "fit_mfu", "warehouse_year"}
+KNOWN = {"aws_csv", "calibration", "cli_speed", "fit_mfu", "residuals", "warehouse_year"}
 
 
 def test_the_benches_are_found():
