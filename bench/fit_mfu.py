@@ -206,7 +206,7 @@ def losses(data: list[Case], *, nested: bool) -> None:
         judged.append(((cap, pairs), s))
         print(f"  {loss_label((cap, pairs)):>15}   {s.within_band:>7.0%} {s.inside_range:>7.0%} {s.median_error:>6.1%} "
               f"{s.median_width:>6.2f} {d.inside_range:>8.0%}   {describe(searcher(data))}")  # fmt: skip
-    best = calibration.best_loss_cap(judged)
+    best = calibration.best_loss(judged)
     print(f"the cross-validation picks {loss_label(best)} (most within, then most inside, then the narrower range); "
           f"shipped: {loss_label((LOSS_CAP, LOSS_PAIRS))}")  # fmt: skip
     if not nested:

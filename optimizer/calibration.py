@@ -576,8 +576,9 @@ def held_out_summary(held: Sequence[HeldOut], stack: str | None = None) -> Summa
     return evaluate([h.case for h in held], [h.fit for h in held], stack)
 
 
-def loss_cap_rank(s: Summary) -> tuple[float, float, float]:
-    """How a loss cap is chosen: most runs within 0.8-1.25x, then most inside the range, then the narrower range."""
+def loss_rank(s: Summary) -> tuple[float, float, float]:
+    """How a loss (cap, run weights) is chosen: most runs within 0.8-1.25x, then most inside the range, then the
+    narrower range."""
     return round(s.within_band, 9), round(s.inside_range, 9), -s.median_width
 
 
@@ -586,14 +587,15 @@ def chosen_loss(data: Sequence[Case], losses: Sequence[Loss] = LOSSES) -> Loss:
     in ``losses``)."""
     if len(losses) == 1:
         return losses[0]
-    return best_loss_cap(
+    return best_loss(
         [(loss, held_out_summary(leave_one_organisation_out(data, searcher=searcher_for(*loss)))) for loss in losses]
     )
 
 
-def best_loss_cap(judged: Sequence[tuple[T, Summary]]) -> T:
-    """The loss (or cap) of the best-ranked summary (``loss_cap_rank``); ties go to the earlier one."""
-    return max(enumerate(judged), key=lambda item: (loss_cap_rank(item[1][1]), -item[0]))[1][0]
+def best_loss(judged: Sequence[tuple[T, Summary]]) -> T:
+    """The loss (a cap, or a cap with its run weights) of the best-ranked summary (``loss_rank``); ties go to the
+    earlier one."""
+    return max(enumerate(judged), key=lambda item: (loss_rank(item[1][1]), -item[0]))[1][0]
 
 
 def searcher_for(cap: float | None, pairs: bool = LOSS_PAIRS) -> Callable[[Sequence[Case]], Fit]:

@@ -113,7 +113,7 @@ def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
     round_10 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(1.8)))
     assert round(round_10.within_band * 105) == 63
     judged = [(calibration.LOSS_CAP, shipped), (1.5, round_8), (1.8, round_10), (2.0, round_11), (None, old)]
-    assert calibration.best_loss_cap(judged) == calibration.LOSS_CAP == 1.3
+    assert calibration.best_loss(judged) == calibration.LOSS_CAP == 1.3
 
 
 def test_a_capped_loss_ignores_a_run_beyond_the_cap():
@@ -392,10 +392,10 @@ def test_the_loss_cap_is_chosen_by_within_then_inside_then_the_narrower_range():
     def judged(within: float, inside: float, width: float) -> calibration.Summary:
         return calibration.Summary(87, within, inside, width, 1.0, 0.15, [])
 
-    assert calibration.best_loss_cap([(1.3, judged(0.70, 0.95, 2.0)), (1.8, judged(0.71, 0.85, 2.4))]) == 1.8
-    assert calibration.best_loss_cap([(1.3, judged(0.71, 0.85, 2.0)), (1.8, judged(0.71, 0.90, 2.4))]) == 1.8
-    assert calibration.best_loss_cap([(1.8, judged(0.71, 0.90, 2.35)), (2.5, judged(0.71, 0.90, 2.43))]) == 1.8
-    assert calibration.best_loss_cap([(2.0, judged(0.71, 0.90, 2.35)), (None, judged(0.71, 0.90, 2.35))]) == 2.0
+    assert calibration.best_loss([(1.3, judged(0.70, 0.95, 2.0)), (1.8, judged(0.71, 0.85, 2.4))]) == 1.8
+    assert calibration.best_loss([(1.3, judged(0.71, 0.85, 2.0)), (1.8, judged(0.71, 0.90, 2.4))]) == 1.8
+    assert calibration.best_loss([(1.8, judged(0.71, 0.90, 2.35)), (2.5, judged(0.71, 0.90, 2.43))]) == 1.8
+    assert calibration.best_loss([(2.0, judged(0.71, 0.90, 2.35)), (None, judged(0.71, 0.90, 2.35))]) == 2.0
 
 
 def test_the_search_never_picks_constants_above_the_published_benchmarks(data):
@@ -429,4 +429,4 @@ def test_pair_weights_earn_their_place_out_of_sample(data, held_out):
     assert shipped.median_error < old.median_error - 0.015
     assert search(data, pairs=False).basic == 0.5 and FIT.basic == 0.25
     judged = [((calibration.LOSS_CAP, False), old), ((calibration.LOSS_CAP, True), shipped)]
-    assert calibration.best_loss_cap(judged) == (calibration.LOSS_CAP, calibration.LOSS_PAIRS)
+    assert calibration.best_loss(judged) == (calibration.LOSS_CAP, calibration.LOSS_PAIRS)
