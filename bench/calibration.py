@@ -37,6 +37,7 @@ from optimizer.calibration import (
     rows,
 )
 from optimizer.mfu import DEFAULT_STACK, FITTED, STACKS
+from optimizer.models import ASSUMED_SEQ_LEN
 
 TARGETS = {"within_band": 0.75, "inside_range": 0.85, "median_width": 2.5, "median_error": 0.15}
 
@@ -62,6 +63,8 @@ def main() -> None:
         ("in sample, default class for all", evaluate(data, in_fits, DEFAULT_STACK)),
         ("leave-one-organisation-out", evaluate(data, out_fits)),
         ("leave-one-organisation-out, default class", evaluate(data, out_fits, DEFAULT_STACK)),
+        ("  typed: parameter count, --seq-len", evaluate(typed(data, seq_len=True), out_fits)),
+        ("  typed: parameter count only", evaluate(typed(data, seq_len=False), out_fits)),
     ]
     print(f"\n{'':44} {'within':>7} {'inside':>7} {'width':>6} {'median':>7} {'|error|':>8}")
     for title, s in rows_out:
@@ -70,6 +73,9 @@ def main() -> None:
     print(f"{'target (out of sample)':44} {'>=75%':>7} {'>=85%':>7} {'<=2.5':>6} {'':>7} {'<=15%':>8}")
     print(f"(within = {BAND[0]}-{BAND[1]}x of the published GPU-hours; inside = published inside [low, high];"
           f" width = median high/low; cross-validation took {seconds:.1f} s)")  # fmt: skip
+    print("(typed: each run as a user would type it, out of sample: a preset, or else the bare parameter count, with")
+    print(" or without the published sequence length; the shape, embedding tying and, without --seq-len, the")
+    print(f" sequence length ({ASSUMED_SEQ_LEN:,}) are what costopt assumes for a bare count)")
     verdicts(rows_out[2][1], rows_out[3][1])
 
     group_table("per organisation", data, held, key=lambda c: c.organisation)
@@ -98,6 +104,12 @@ def main() -> None:
         print(f"\nexcluded runs ({len(excluded)}), with the reason:")
         for row in excluded:
             print(f"  {row['id']:>3} {row['run']}: {row['notes']}")
+
+
+def typed(data: Sequence[Case], *, seq_len: bool) -> list[Case]:
+    """Every run as a user would type it (``calibration.as_typed``)."""
+    by_id = {r["id"]: r for r in rows()}
+    return [calibration.as_typed(c, by_id[c.id], seq_len=seq_len) for c in data]
 
 
 def run_table(data: Sequence[Case], held: Sequence[HeldOut]) -> None:

@@ -1,8 +1,10 @@
-"""Training FLOPs: 6.N.D for the weights, plus attention when the architecture is known.
+"""Training FLOPs: 6.N.D for the weights, plus 12.L.d.S per token for attention.
 
 Convention (PaLM, arXiv:2204.02311 appendix B; Megatron-LM): per token, a full training step costs
 6.N_active FLOPs in the weight matmuls plus 12.L.d.S in attention scores and values (forward and
-backward, no credit taken for the causal mask). N counts the parameters that take part in a matmul: an
+backward, no credit taken for the causal mask). The attention term is always counted, as the calibration runs
+count it: with a bare count's conventional shape and, unless --seq-len says otherwise, an assumed sequence length
+(``models.ASSUMED_SEQ_LEN``), which the output names. N counts the parameters that take part in a matmul: an
 untied input embedding is a table lookup and is left out (Megatron-LM's count, 96.B.s.l.h^2.(1 + s/6h +
 V/16lh) in arXiv:2104.04473, has the logit layer's V.h once and no input-embedding term); a tied one is the
 output projection and stays in. Where the embedding is not known (a bare ``8B``) N is the whole count: a few
@@ -33,13 +35,11 @@ class Flops:
 
 
 def training_flops(model: ModelSpec, tokens: float, *, method: str = "full", seq_len: int | None = None) -> Flops:
-    """FLOPs of one pass over ``tokens``; attention only with a known architecture or an explicit --seq-len."""
+    """FLOPs of one pass over ``tokens``, attention at ``seq_len`` or else the model's training length (a preset's
+    published one; for a bare count, ``models.ASSUMED_SEQ_LEN``)."""
     weights = WEIGHT_FLOPS_PER_PARAM[method] * (model.active_params - model.input_embedding) * tokens
-    seq = seq_len if seq_len is not None else (model.train_seq_len if model.preset else None)
-    attention = 0.0
-    if seq is not None:
-        per_token = 12.0 * model.layers * model.hidden * seq
-        if method != "full":
-            per_token *= WEIGHT_FLOPS_PER_PARAM[method] / 6.0
-        attention = per_token * tokens
-    return Flops(weights=weights, attention=attention)
+    seq = seq_len if seq_len is not None else model.train_seq_len
+    per_token = 12.0 * model.layers * model.hidden * seq
+    if method != "full":
+        per_token *= WEIGHT_FLOPS_PER_PARAM[method] / 6.0
+    return Flops(weights=weights, attention=per_token * tokens)

@@ -44,7 +44,7 @@ class Job:
     tokens: float
     method: str = "full"
     precision: str = "bf16"
-    seq_len: int | None = None  # None: the preset's training length (attention counted), else none
+    seq_len: int | None = None  # None: the preset's training length, or models.ASSUMED_SEQ_LEN for a bare count
     micro_batch: int = 1
     checkpointing: bool = True
     recompute: str = "selective"  # MFU: "full" recomputes every layer's forward pass (a third more FLOPs)
@@ -76,6 +76,14 @@ class Job:
     @property
     def memory_seq_len(self) -> int:
         return self.seq_len or self.model.train_seq_len
+
+    @property
+    def seq_len_basis(self) -> str:
+        """Where the sequence length (attention FLOPs, activation memory) comes from: ``--seq-len``, the preset's
+        published training length, or the length assumed for a bare parameter count."""
+        if self.seq_len is not None:
+            return "--seq-len"
+        return "preset" if self.model.preset else "assumed"
 
     def flops(self) -> Flops:
         return training_flops(self.model, self.tokens, method=self.method, seq_len=self.seq_len)
@@ -139,8 +147,9 @@ def assumptions(est: Estimate) -> dict[str, Any]:
         "peak_tflops_per_gpu": mfu_model.peak_flops(est.gpu, job.precision) / 1e12,
         "flops_weights": est.flops.weights,
         "flops_attention": est.flops.attention,
-        "attention_seq_len": job.seq_len or (job.model.train_seq_len if job.model.preset else None),
+        "attention_seq_len": job.memory_seq_len,  # one length for both since round 14 (a bare count's is assumed)
         "memory_seq_len": job.memory_seq_len,
+        "seq_len_basis": job.seq_len_basis,
         "micro_batch": job.micro_batch,
         "activation_checkpointing": job.checkpointing,
         "recompute": job.recompute,

@@ -32,7 +32,9 @@ PrecisionOption = Annotated[
 SeqLenOption = Annotated[
     int | None,
     typer.Option(
-        "--seq-len", help="Sequence length: adds the attention FLOPs (default: the preset's training length)."
+        "--seq-len",
+        help="Sequence length: sets the attention FLOPs and activation memory (default: the preset's training "
+        "length; for a bare parameter count an assumed length the output names).",
     ),
 ]
 MfuOption = Annotated[float | None, typer.Option("--mfu", help="Override the realized MFU (0-1).")]
@@ -177,7 +179,7 @@ def estimate_command(
     used = est.gpu.precision_used(job.precision)
     say(
         f"assumes: {job.method} training, {used}{' mixed precision' if used != job.precision else ''}, "
-        f"ZeRO-3/FSDP sharding, {_layout(gpus, est.gpus_per_node, fabric)}, {_team(job)}; "
+        f"ZeRO-3/FSDP sharding, {_layout(gpus, est.gpus_per_node, fabric)}, {_team(job)}, {_sequence(job)}; "
         "low = fastest plausible outcome",
         indent="  ",
     )
@@ -203,6 +205,16 @@ def _team(job: Job) -> str:
     if job.measured is None:
         return f"a {job.stack} stack (--stack)"
     return f"your stack as measured, {job.measured} (--measured)"
+
+
+def _sequence(job: Job) -> str:
+    """The sequence length behind the attention FLOPs and activation memory, and where it comes from."""
+    where = {
+        "--seq-len": "--seq-len",
+        "preset": "the preset's training length",
+        "assumed": "assumed for a bare parameter count: --seq-len sets yours",
+    }[job.seq_len_basis]
+    return f"sequences of {job.memory_seq_len:,} tokens ({where})"
 
 
 def _layout(gpus: int, per_node: int, fabric: str) -> str:

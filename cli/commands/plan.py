@@ -385,7 +385,8 @@ def _explain(job, wide: bool = False) -> None:
             f"x{t_low:g}-x{t_high:g}",
             "stated; a run predicted from another run of its team, the calibration's 10-90 % spread widened 13 %",
         )
-    attention = " + attention 12.L.d.S per token" if job.flops().attention else ""
+    seq_from = {"--seq-len": "--seq-len", "preset": "the preset's", "assumed": "assumed for a bare count"}
+    attention = f" + attention 12.L.d.S per token, S = {job.memory_seq_len:,} ({seq_from[job.seq_len_basis]})"
     rows: list[tuple[str, str, str]] = [
         (
             "FLOPs",

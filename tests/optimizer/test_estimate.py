@@ -14,7 +14,7 @@ from optimizer import mfu as mfu_model
 from optimizer.compute import training_flops
 from optimizer.estimate import Job, estimate
 from optimizer.memory import memory_fit
-from optimizer.models import PRESETS, check_shape, resolve_model
+from optimizer.models import ASSUMED_SEQ_LEN, PRESETS, check_shape, resolve_model
 from optimizer.units import parse_count, parse_duration_hours
 from tests.conftest import SHARED
 from warehouse.errors import UsageError
@@ -89,8 +89,27 @@ def test_aliases_and_moe_presets():
         resolve_model("8B", active_params="9B")
 
 
-def test_flops_bare_count_is_6nd():
-    assert training_flops(resolve_model("8B"), 100e9).total == pytest.approx(4.8e21)
+def test_flops_bare_count_is_6nd_plus_attention_at_the_assumed_length():
+    """A bare ``8B``: every parameter in 6.N.D, and attention with the conventional shape (35 layers of 4352) at the
+    assumed 2048 tokens, as the calibration runs count theirs; --seq-len replaces the assumption."""
+    f = training_flops(resolve_model("8B"), 100e9)
+    assert ASSUMED_SEQ_LEN == 2048
+    assert f.weights == pytest.approx(6 * 8e9 * 100e9)
+    assert f.attention == pytest.approx(12 * 35 * 4352 * 2048 * 100e9)
+    assert f.total == pytest.approx(5.174e21, rel=1e-3)
+    longer = training_flops(resolve_model("8B"), 100e9, seq_len=8192)
+    assert longer.attention == pytest.approx(4 * f.attention)
+
+
+def test_a_bare_count_says_its_sequence_length_is_assumed():
+    bare, given, preset = (
+        Job(resolve_model("8B"), 1e9),
+        Job(resolve_model("8B"), 1e9, seq_len=4096),
+        Job(resolve_model("llama3-8b"), 1e9),
+    )
+    assert (bare.seq_len_basis, bare.memory_seq_len) == ("assumed", 2048)
+    assert (given.seq_len_basis, given.memory_seq_len) == ("--seq-len", 4096)
+    assert (preset.seq_len_basis, preset.memory_seq_len) == ("preset", 8192)
 
 
 def test_flops_preset_adds_attention_by_hand():
@@ -115,18 +134,22 @@ def test_an_untied_input_embedding_is_a_lookup_and_a_tied_one_is_the_output_proj
 
 def test_lora_flops_are_two_thirds():
     model = resolve_model("8B")
-    assert training_flops(model, 1e9, method="lora").total == pytest.approx(4 * 8e9 * 1e9)
+    full, lora = training_flops(model, 1e9), training_flops(model, 1e9, method="lora")
+    assert lora.weights == pytest.approx(4 * 8e9 * 1e9)
+    assert lora.total == pytest.approx(full.total * 2 / 3)
 
 
 def test_anchor_8b_100b_on_8_a100():
-    """The brief's anchor: 4.8e21 FLOPs; at 40 % MFU 8 x A100 take ~55 days; our range must contain it."""
+    """The brief's anchor: 4.8e21 FLOPs in the weights, 5.17e21 with attention at the assumed 2048 tokens; at 40 % MFU
+    8 x A100 take ~60 days; our range must contain it."""
     est = estimate(Job(resolve_model("8B"), 100e9), GPUS.resolve("A100"), 8)
-    assert est.flops.total == pytest.approx(4.8e21)
+    assert est.flops.weights == pytest.approx(4.8e21)
+    assert est.flops.total == pytest.approx(5.174e21, rel=1e-3)
     days = [h / 24 for h in (est.wall_hours.low, est.wall_hours.expected, est.wall_hours.high)]
-    assert days[0] < 55.6 < days[2]
-    assert 35 < days[1] < 60  # nowhere near the folklore 7-10 days
+    assert days[0] < 60 < days[2]
+    assert 40 < days[1] < 60  # nowhere near the folklore 7-10 days
     at_40 = estimate(Job(resolve_model("8B"), 100e9), GPUS.resolve("A100"), 8, mfu_override=0.4)
-    assert at_40.wall_hours.expected / 24 == pytest.approx(4.8e21 / (8 * 312e12 * 0.4) / 86400)
+    assert at_40.wall_hours.expected / 24 == pytest.approx(est.flops.total / (8 * 312e12 * 0.4) / 86400)
 
 
 def test_memory_full_training_by_hand():
@@ -296,7 +319,10 @@ def test_cli_json_contract():
         "assumptions",
     }
     assert data["gpu"] == "A100-80GB" and data["gpus"] == 2048 and data["tokens"] == 1.4e12
-    assert data["flops"] == pytest.approx(6 * 65e9 * 1.4e12)
+    # a bare 65B: 6.N.D and attention with its conventional shape (69 layers of 8832) at the assumed 2048 tokens
+    assert data["flops"] == pytest.approx((6 * 65e9 + 12 * 69 * 8832 * 2048) * 1.4e12, rel=1e-3)
+    assumptions = data["assumptions"]
+    assert (assumptions["attention_seq_len"], assumptions["seq_len_basis"]) == (2048, "assumed")
     assert set(data["memory"]) >= {"total_gb", "per_gpu_gb", "min_gpus", "fits", "reason"}
     # LLaMA-65B published 1,022,362 GPU-hours on 2048 A100-80GB: inside the range
     assert data["gpu_hours"]["low"] < 1_022_362 < data["gpu_hours"]["high"]

@@ -231,7 +231,7 @@ def test_cli_plan_on_the_bundled_snapshot_json_contract(cli_env):
     assert out.returncode == 0, out.stderr
     assert "bundled price snapshot" in out.stderr
     data = json.loads(out.stdout)
-    assert data["job"]["flops"] == pytest.approx(4.8e21)
+    assert data["job"]["flops"] == pytest.approx((6 * 8e9 + 12 * 35 * 4352 * 2048) * 100e9, rel=1e-3)  # 5.174e21
     assert data["prices_as_of"].startswith("2026-11-20")
     option = data["options"][0]
     keys = {"provider", "instance_type", "region", "gpu", "gpus_per_instance", "instances", "pricing",
