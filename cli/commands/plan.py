@@ -281,6 +281,8 @@ def _print_human(
         f"{info['model']} ({human_count(info['active_params'])} active params) x {human_count(info['tokens'])} tokens "
         f"= {info['flops']:.3g} FLOPs ({info['method']}, {info['precision']})"
     )
+    if job.seq_len_basis == "assumed":
+        say(f"sequences of {job.memory_seq_len:,} tokens assumed for a bare parameter count: --seq-len sets yours")
     print(note_text)
     if info["measured"]:
         say(

@@ -514,3 +514,20 @@ def test_export_writes_the_joinable_price_history(env, tmp_path):
     assert con.execute(
         f"SELECT bf16_tflops, fp16_tflops FROM '{target}/gpus.parquet' WHERE name = 'T4'"
     ).fetchall() == [(None, 65.0)]
+
+
+def test_plan_and_estimate_say_when_the_sequence_length_is_assumed(env):
+    """A bare count's attention FLOPs rest on an assumed length: both commands name it, and neither does when the
+    length is the user's or the preset's."""
+    note = "sequences of 2,048 tokens assumed for a bare parameter count: --seq-len sets yours"
+    bare = run("plan", "--model", "8B", "--tokens", "100B", "--top", "1", env=env)
+    assert bare.returncode == 0, bare.stderr
+    assert lines(bare.stdout)[1] == note
+    for given in (("--model", "8B", "--seq-len", "4096"), ("--model", "llama3-8b")):
+        out = run("plan", *given, "--tokens", "100B", "--top", "1", env=env)
+        assert out.returncode == 0 and "assumed for a bare" not in out.stdout
+    est = run("estimate", "--model", "8B", "--tokens", "100B", "--gpu", "A100", "--gpus", "8", env=env)
+    flat = re.sub(r"\s+", " ", est.stdout)  # the assumes: line wraps at 100 columns
+    assert "sequences of 2,048 tokens (assumed for a bare parameter count: --seq-len sets yours)" in flat
+    preset = run("estimate", "--model", "llama3-8b", "--tokens", "100B", "--gpu", "A100", "--gpus", "8", env=env)
+    assert "sequences of 8,192 tokens (the preset's training length)" in re.sub(r"\s+", " ", preset.stdout)
