@@ -6,7 +6,9 @@
 In sample: every run predicted by the shipped constants (optimizer.mfu.FITTED), which were chosen on all of them.
 Out of sample, the headline: leave-one-ORGANISATION-out. Each organisation's runs are predicted by the constants
 the same search picks from the other organisations' runs, each run with the stack class its publication implies;
-and once more with the default class ("typical") for every run, as for a user who does not say.
+once more with the default class ("typical") for every run, as for a user who does not say; and "typed", each run as
+a user would type it (a bare parameter count, with or without --seq-len: calibration.as_typed), which shows what the
+shape, tying and sequence length a bare count has to assume cost.
 
 Targets (issue 14, out of sample): >= 75 % within 0.8-1.25x of the published GPU-hours, >= 85 % inside
 [low, high], median band (high / low) <= 2.5, median |error| <= 15 %; default class only: >= 85 % inside.
