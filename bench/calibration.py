@@ -49,7 +49,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="summaries only; 3 search sweeps per fold (CI)")
     args = parser.parse_args()
 
-    data = cases()
+    by_id = {r["id"]: r for r in rows()}  # the calibration file, read once
+    data = cases(by_id.values())
     started = time.perf_counter()
     searcher = functools.partial(calibration.search, max_sweeps=3) if args.quick else calibration.search
     held = leave_one_organisation_out(data, searcher=searcher)
@@ -65,8 +66,8 @@ def main() -> None:
         ("in sample, default class for all", evaluate(data, in_fits, DEFAULT_STACK)),
         ("leave-one-organisation-out", evaluate(data, out_fits)),
         ("leave-one-organisation-out, default class", evaluate(data, out_fits, DEFAULT_STACK)),
-        ("  typed: parameter count, --seq-len", evaluate(typed(data, seq_len=True), out_fits)),
-        ("  typed: parameter count only", evaluate(typed(data, seq_len=False), out_fits)),
+        ("  typed: parameter count, --seq-len", evaluate(typed(data, by_id, seq_len=True), out_fits)),
+        ("  typed: parameter count only", evaluate(typed(data, by_id, seq_len=False), out_fits)),
     ]
     print(f"\n{'':44} {'within':>7} {'inside':>7} {'width':>6} {'median':>7} {'|error|':>8}")
     for title, s in rows_out:
@@ -95,7 +96,7 @@ def main() -> None:
 
     misses = [h for h in held if not h.case.inside(h.fit)]
     print(f"\noutside [low, high] out of sample ({len(misses)}):")
-    notes = {r["id"]: r["notes"] for r in rows()}
+    notes = {i: r["notes"] for i, r in by_id.items()}
     for h in misses:
         ratio = math.exp(h.case.log_ratio(h.fit))
         print(
@@ -108,9 +109,8 @@ def main() -> None:
             print(f"  {row['id']:>3} {row['run']}: {row['notes']}")
 
 
-def typed(data: Sequence[Case], *, seq_len: bool) -> list[Case]:
-    """Every run as a user would type it (``calibration.as_typed``)."""
-    by_id = {r["id"]: r for r in rows()}
+def typed(data: Sequence[Case], by_id: dict[str, dict[str, str]], *, seq_len: bool) -> list[Case]:
+    """Every run as a user would type it (``calibration.as_typed``; ``by_id``: the calibration rows by id)."""
     return [calibration.as_typed(c, by_id[c.id], seq_len=seq_len) for c in data]
 
 

@@ -179,7 +179,7 @@ def estimate_command(
     used = est.gpu.precision_used(job.precision)
     say(
         f"assumes: {job.method} training, {used}{' mixed precision' if used != job.precision else ''}, "
-        f"ZeRO-3/FSDP sharding, {_layout(gpus, est.gpus_per_node, fabric)}, {_team(job)}, {_sequence(job)}; "
+        f"ZeRO-3/FSDP sharding, {_layout(gpus, est.gpus_per_node, fabric)}, {_team(job)}, {sequence_note(job)}; "
         "low = fastest plausible outcome",
         indent="  ",
     )
@@ -207,8 +207,9 @@ def _team(job: Job) -> str:
     return f"your stack as measured, {job.measured} (--measured)"
 
 
-def _sequence(job: Job) -> str:
-    """The sequence length behind the attention FLOPs and activation memory, and where it comes from."""
+def sequence_note(job: Job) -> str:
+    """The sequence length behind the attention FLOPs and activation memory, and where it comes from (estimate's
+    assumes: line, plan's first lines and its --explain)."""
     where = {
         "--seq-len": "--seq-len",
         "preset": "the preset's training length",

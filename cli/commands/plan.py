@@ -21,6 +21,7 @@ from cli.commands.estimate import (
     StackOption,
     TokensOption,
     build_job,
+    sequence_note,
 )
 from cli.completion import complete_gpu, complete_provider
 from cli.options import DbOption, ExactOption, FormatOption, WideOption
@@ -282,7 +283,7 @@ def _print_human(
         f"= {info['flops']:.3g} FLOPs ({info['method']}, {info['precision']})"
     )
     if job.seq_len_basis == "assumed":
-        say(f"sequences of {job.memory_seq_len:,} tokens assumed for a bare parameter count: --seq-len sets yours")
+        say(sequence_note(job))
     print(note_text)
     if info["measured"]:
         say(
@@ -387,8 +388,7 @@ def _explain(job, wide: bool = False) -> None:
             f"x{t_low:g}-x{t_high:g}",
             "stated; a run predicted from another run of its team, the calibration's 10-90 % spread widened 13 %",
         )
-    seq_from = {"--seq-len": "--seq-len", "preset": "the preset's", "assumed": "assumed for a bare count"}
-    attention = f" + attention 12.L.d.S per token, S = {job.memory_seq_len:,} ({seq_from[job.seq_len_basis]})"
+    attention = f" + attention 12.L.d.S per token, {sequence_note(job)}"
     rows: list[tuple[str, str, str]] = [
         (
             "FLOPs",

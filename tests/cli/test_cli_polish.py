@@ -519,7 +519,7 @@ def test_export_writes_the_joinable_price_history(env, tmp_path):
 def test_plan_and_estimate_say_when_the_sequence_length_is_assumed(env):
     """A bare count's attention FLOPs rest on an assumed length: both commands name it, and neither does when the
     length is the user's or the preset's."""
-    note = "sequences of 2,048 tokens assumed for a bare parameter count: --seq-len sets yours"
+    note = "sequences of 2,048 tokens (assumed for a bare parameter count: --seq-len sets yours)"
     bare = run("plan", "--model", "8B", "--tokens", "100B", "--top", "1", env=env)
     assert bare.returncode == 0, bare.stderr
     assert lines(bare.stdout)[1] == note
