@@ -74,7 +74,8 @@ class Job:
         return "measured" if self.measured is not None else self.stack
 
     @property
-    def memory_seq_len(self) -> int:
+    def sequence_length(self) -> int:
+        """The one sequence length of the job's attention FLOPs and activation memory (``seq_len_basis``: whence)."""
         return self.seq_len or self.model.train_seq_len
 
     @property
@@ -86,7 +87,7 @@ class Job:
         return "preset" if self.model.preset else "assumed"
 
     def flops(self) -> Flops:
-        return training_flops(self.model, self.tokens, method=self.method, seq_len=self.seq_len)
+        return training_flops(self.model, self.tokens, method=self.method, seq_len=self.sequence_length)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,8 +148,8 @@ def assumptions(est: Estimate) -> dict[str, Any]:
         "peak_tflops_per_gpu": mfu_model.peak_flops(est.gpu, job.precision) / 1e12,
         "flops_weights": est.flops.weights,
         "flops_attention": est.flops.attention,
-        "attention_seq_len": job.memory_seq_len,  # one length for both since round 14 (a bare count's is assumed)
-        "memory_seq_len": job.memory_seq_len,
+        "attention_seq_len": job.sequence_length,  # one length for both since round 14 (a bare count's is assumed)
+        "memory_seq_len": job.sequence_length,
         "seq_len_basis": job.seq_len_basis,
         "micro_batch": job.micro_batch,
         "activation_checkpointing": job.checkpointing,
@@ -274,7 +275,7 @@ def estimate(
             method=job.method,
             gpu_memory_gb=gpu.memory_gb,
             gpus=gpus,
-            seq_len=job.memory_seq_len,
+            seq_len=job.sequence_length,
             micro_batch=job.micro_batch,
             checkpointing=job.checkpointing,
         ),

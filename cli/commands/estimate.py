@@ -215,7 +215,7 @@ def sequence_note(job: Job) -> str:
         "preset": "the preset's training length",
         "assumed": "assumed for a bare parameter count: --seq-len sets yours",
     }[job.seq_len_basis]
-    return f"sequences of {job.memory_seq_len:,} tokens ({where})"
+    return f"sequences of {job.sequence_length:,} tokens ({where})"
 
 
 def _layout(gpus: int, per_node: int, fabric: str) -> str:

@@ -107,9 +107,9 @@ def test_a_bare_count_says_its_sequence_length_is_assumed():
         Job(resolve_model("8B"), 1e9, seq_len=4096),
         Job(resolve_model("llama3-8b"), 1e9),
     )
-    assert (bare.seq_len_basis, bare.memory_seq_len) == ("assumed", 2048)
-    assert (given.seq_len_basis, given.memory_seq_len) == ("--seq-len", 4096)
-    assert (preset.seq_len_basis, preset.memory_seq_len) == ("preset", 8192)
+    assert (bare.seq_len_basis, bare.sequence_length) == ("assumed", 2048)
+    assert (given.seq_len_basis, given.sequence_length) == ("--seq-len", 4096)
+    assert (preset.seq_len_basis, preset.sequence_length) == ("preset", 8192)
 
 
 def test_flops_preset_adds_attention_by_hand():
