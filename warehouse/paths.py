@@ -42,15 +42,23 @@ def temp_root() -> str:
     two leaves that file behind (seen under load: tests/cli/test_failures.py interrupts a refresh at 0.3 s). Held,
     the Ctrl-C lands just after the probe, where the caller's clean-up already covers it. A scratch directory made
     with ``dir=temp_root()`` needs no probe of its own.
+
+    It is held by a Python handler that notes the Ctrl-C and raises it again once the probe is done. Blocking the
+    signal (``pthread_sigmask``, until round 15 of issue 14) blocks it for the calling thread only: with any other
+    thread alive (DuckDB's, the scheduler's) the kernel hands SIGINT to that thread and Python raises it in the
+    main thread at once, mid-probe. A handler is the process's, whichever thread the kernel picks.
     """
     import signal
     import tempfile  # here, not at the top: most commands never need it
+    import threading
 
-    hold = getattr(signal, "pthread_sigmask", None)  # not on Windows
-    if hold is None:
-        return tempfile.gettempdir()
-    previous = hold(signal.SIG_BLOCK, {signal.SIGINT})
+    if threading.current_thread() is not threading.main_thread():
+        return tempfile.gettempdir()  # only the main thread may set a handler; it also gets every Ctrl-C
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
     try:
         return tempfile.gettempdir()
     finally:
-        hold(signal.SIG_SETMASK, previous)
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)  # None: not set from Python
+        if caught:
+            signal.raise_signal(signal.SIGINT)  # the Ctrl-C, now, to whatever handled it before
