@@ -307,11 +307,13 @@ BAND_MARGIN = 1.13  # each edge moved out by 13 %: a band read off in-sample res
 # (1.5x 86, 2.5x 86; 1.8x falls to 60 within); 1.3x on round 12's 105 (the FlashAttention paper's six GPT-2 runs
 # added, and the search bound by the published benchmarks, ``below_benchmarks``), where 1.3x puts 66 within against
 # 65 for 1.5x and 63 for 2x (unbound, 1.5x had put 66 within with constants above the benchmarks); 1.3x again on round
-# 14's (the attention FLOPs of Motif 2.6B, YaLM 100B and APT3-1B counted), 69 within against 67 for 1.5x.
+# 14's (the attention FLOPs of Motif 2.6B, YaLM 100B and APT3-1B counted), 69 within against 67 for 1.5x; 1.5x on
+# round 15's 106 (OpenEuroLLM's 0.7B data-mix run added), where 1.3x and 1.5x put as many within (69) and inside (94)
+# and 1.5x has the narrower range (2.55 against 2.56), with the constants round 14 shipped (1.3x moves typical to 0.95).
 # Which cap wins moves with one run: the search has several near-equal optima.
 # So a cap picked by the cross-validation that judges it is flattered, and the figure to quote is the nested one
 # (the cap chosen inside each fold without the held-out organisation, ``bench/fit_mfu.py --nested``; README).
-LOSS_CAP = 1.3
+LOSS_CAP = 1.5
 LOSS_CAPS = (1.3, 1.5, 1.8, 2.0, 2.5, 3.0, None)  # what bench/fit_mfu.py compares; None: the uncapped mean |log|
 # Whether each organisation-and-class pair weighs one in the loss (``pair_weights``) instead of each organisation
 # (rounds 1-11). Since round 12 the cross-validation chooses it with the cap, by the same rule: on round 12's 105 runs

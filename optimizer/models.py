@@ -5,9 +5,9 @@ sequence length, and activation memory grows with layers x width. Presets carry 
 shapes (each preset names its source); a bare count like ``8B`` gets a conventional dense shape
 (``derived_shape``) and the sequence length ``ASSUMED_SEQ_LEN`` unless ``--seq-len`` is given, and the output
 says so. Leaving the attention term out for an unknown architecture would be a guess too, and a biased one: the
-realized-MFU constants are fitted on published runs whose FLOPs count their attention (102 of 105 calibration
-runs), so a bare count without it was predicted about 12 % too fast (median 0.88x of the published GPU-hours, out
-of sample, against 0.97x with it: ``python bench/calibration.py``).
+realized-MFU constants are fitted on published runs whose FLOPs count their attention (all but three of the
+calibration runs), so a bare count without it was predicted about 12 % too fast (median 0.88x of the published
+GPU-hours, out of sample, against 0.97x with it in round 14: ``python bench/calibration.py``).
 """
 
 from __future__ import annotations

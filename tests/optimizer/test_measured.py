@@ -110,25 +110,25 @@ def held_out():
 
 def test_a_measurement_earns_its_place_out_of_sample(held_out):
     """Out of sample (each run predicted from one other run of its team, the band from the other organisations):
-    61 % within 0.8-1.25x and 87 % inside the x0.6-1.67 band, against 63 % within a x4.9 range for a user who says
+    61 % within 0.8-1.25x and 88 % inside the x0.6-1.67 band, against 60 % within a x4.9 range for a user who says
     nothing (the default class; round 11's 45 %, before round 12's constants put typical at 0.9 of tuned; x5.7 until
     round 14 counted Motif 2.6B's attention): a range about 0.57 as wide at a coverage still above 85 %. For the
-    typical teams, whose class says least, 62 % within against 43 % with their stack class, every run inside both
-    ranges."""
+    typical teams, whose class says least, 67 % within against 44 % with their stack class, every run inside both
+    ranges (round 15's 106 runs: OpenEuroLLM's 0.7B run gives its 2B run a teammate)."""
     cases, fits = [h.case for h in held_out], [h.fit for h in held_out]
     t = calibration.evaluate_transfers(cases, fits)
-    assert (t.runs, t.organisations, t.pairs) == (81, 16, 440)
-    assert t.within_band == pytest.approx(0.606, abs=0.005)
+    assert (t.runs, t.organisations, t.pairs) == (83, 17, 442)
+    assert t.within_band == pytest.approx(0.607, abs=0.005)
     assert t.inside_range >= 0.85
     teamed = [k for k, mates in enumerate(calibration.same_team(cases)) if mates]
     silent = calibration.evaluate([cases[k] for k in teamed], [fits[k] for k in teamed], mfu_model.DEFAULT_STACK)
-    assert silent.within_band == pytest.approx(51 / 81)
+    assert silent.within_band == pytest.approx(50 / 83)
     low, high = FIT.transfer_band()
     assert high / low < silent.median_width * 0.6
     typical = [k for k in teamed if cases[k].stack == "typical"]
     t_typ = calibration.evaluate_transfers([cases[k] for k in typical], [fits[k] for k in typical])
     s_typ = calibration.evaluate([cases[k] for k in typical], [fits[k] for k in typical])
-    assert t_typ.within_band > s_typ.within_band == pytest.approx(6 / 14)
+    assert t_typ.within_band > s_typ.within_band == pytest.approx(7 / 16)
     assert t_typ.inside_range == s_typ.inside_range == 1.0
 
 
