@@ -76,9 +76,9 @@ AMD_FACTOR["CDNA 2"], stated from AMD's own steady-state throughput for AMD-OLMo
 job on NVIDIA-class software, a whole run's MFU being the steady one times the goodput (optimizer.measured:
 0.9, range 0.75-1.0; a test checks the derivation). With round 12's constants (as round 11's) the rate alone says 0.45
 at the stated goodput and 0.38-0.50 over its range (round 10's: 0.46, 0.39-0.52); the whole CDNA 2 runs found
-(AMD-Llama-135m on 16 MI250, OpenEuroLLM's 2B on 256 MI250X, AI2's Paloma 1B baseline on 64 MI250X; Motif's
-2.6B, 0.35x, is a typical team's slow run) check it, they do not set it, and at 0.5 land at 1.04x, 1.00x and
-0.96x of their published hours in sample, 1.04x, 0.95x and 0.96x out of sample.
+(AMD-Llama-135m on 16 MI250, OpenEuroLLM's 2B on 256 MI250X and, since round 15, its 0.7B on 64, AI2's Paloma 1B
+baseline on 64 MI250X; Motif's 2.6B, 0.35x, is a typical team's slow run) check it, they do not set it, and at 0.5
+land at 1.04x, 1.00x, 1.12x and 0.96x of their published hours in sample and out of sample alike.
 CDNA 3 (MI300X, MI325X) has no published whole run with a duration (Instella-3B gives none): a stated guess.
 """
 
