@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -11,6 +12,8 @@ import time
 import pytest
 
 from warehouse.paths import temp_root
+
+NOT_ON_WINDOWS = pytest.mark.skipif(sys.platform == "win32", reason="os.kill(SIGINT) ends the process on Windows")
 
 
 def interrupted_mid_probe(monkeypatch) -> list[str]:
@@ -33,11 +36,13 @@ def interrupted_mid_probe(monkeypatch) -> list[str]:
     return finished
 
 
+@NOT_ON_WINDOWS
 def test_a_ctrl_c_during_the_temp_dir_probe_lands_after_it(monkeypatch):
     """tempfile's first use writes and deletes a probe file; a Ctrl-C in between must wait for the delete."""
     assert interrupted_mid_probe(monkeypatch) == ["probe deleted its file"]
 
 
+@NOT_ON_WINDOWS
 def test_the_ctrl_c_waits_with_another_thread_alive(monkeypatch):
     """With another thread running (DuckDB's, the scheduler's), the kernel may hand SIGINT to it: blocking the signal
     in the calling thread (round 14's hold) let the Ctrl-C through mid-probe, and the full suite failed once so."""
