@@ -44,3 +44,22 @@ def test_the_loss_comparison_and_its_nested_check_run_small():
     rows = re.findall(row, out.stdout, re.MULTILINE)
     caps = ["x1.3", "x1.5", "x1.8", "x2", "x2.5", "x3", "none"]
     assert rows == [f"{cap} {w}" for w in ("orgs", "pairs") for cap in caps]  # a row per loss, uncapped last
+
+
+def test_the_hindsight_bound_counts_the_most_one_shift_can_bring_within(monkeypatch):
+    """bench/residuals.py's bound: three runs 0.5-0.6x fit inside one 1.5625-wide window, 1.0x and 2.0x do not join
+    them; with no shift only the 1.0x run is within."""
+    import importlib.util
+    import math
+
+    spec = importlib.util.spec_from_file_location("residuals", REPO / "bench" / "residuals.py")
+    assert spec is not None and spec.loader is not None
+    residuals = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "residuals", residuals)  # its dataclass looks itself up there
+    spec.loader.exec_module(residuals)
+    errors = [math.log(x) for x in (0.5, 0.55, 0.6, 1.0, 2.0)]
+    assert sum(residuals.within(e) for e in errors) == 1
+    assert residuals.best_shift_within(errors) == 3
+    assert residuals.best_shift_within([math.log(0.79), math.log(1.23)]) == 2  # 1.557 apart: one shift holds both
+    assert residuals.best_shift_within([math.log(0.79), math.log(1.26)]) == 1  # 1.595 apart: no shift does
+    assert residuals.best_shift_within([math.log(0.5), math.log(1.0)]) == 1
