@@ -16,7 +16,7 @@ import duckdb
 import pytest
 
 from scraper.snapshot import load_snapshot, make_seed, replay_snapshot
-from tests.conftest import REPO, run_costopt
+from tests.conftest import REPO, run_costopt, same_answer
 from warehouse import seed as seeds
 from warehouse.db import open_warehouse
 from warehouse.load import record_failure
@@ -140,21 +140,6 @@ def test_a_seeded_warehouse_answers_like_a_replayed_one(seeded, replayed, comman
     assert (got.returncode, expected.returncode) == (0, 0), got.stderr + expected.stderr
     data = json.loads(got.stdout)
     assert data and same_answer(data, json.loads(expected.stdout))
-
-
-def same_answer(a: object, b: object) -> bool:
-    """Equal JSON, except that an age (``*age_hours``, to 0.01 h) may differ by the seconds between the two runs:
-    compared exactly, the two processes straddled a 36-second rounding step now and then."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(
-            abs(a[k] - b[k]) <= 0.02
-            if k.endswith("age_hours") and a[k] is not None and b[k] is not None
-            else same_answer(a[k], b[k])
-            for k in a
-        )
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same_answer(x, y) for x, y in zip(a, b, strict=True))
-    return a == b
 
 
 def test_ages_may_differ_by_a_rounding_step_and_nothing_else():
