@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -31,6 +33,20 @@ def run_costopt(
         timeout=timeout,
         env={**os.environ, **(env or {})},
     )
+
+
+def script_module(path: Path, name: str) -> ModuleType:
+    """A script outside the packages (a bench, a fixture generator) imported by its path, for its tables and functions.
+    It sits in ``sys.modules`` while it runs: a dataclass looks its module up there while the class is built."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[name]
+    return module
 
 
 def same_answer(a: object, b: object) -> bool:

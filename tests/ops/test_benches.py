@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, script_module
 
 BENCHES = sorted((REPO / "bench").glob("*.py"))
 KNOWN = {"aws_csv", "calibration", "cli_speed", "fit_mfu", "residuals", "warehouse_year"}
@@ -46,17 +46,12 @@ def test_the_loss_comparison_and_its_nested_check_run_small():
     assert rows == [f"{cap} {w}" for w in ("orgs", "pairs") for cap in caps]  # a row per loss, uncapped last
 
 
-def test_the_hindsight_bound_counts_the_most_one_shift_can_bring_within(monkeypatch):
+def test_the_hindsight_bound_counts_the_most_one_shift_can_bring_within():
     """bench/residuals.py's bound: three runs 0.5-0.6x fit inside one 1.5625-wide window, 1.0x and 2.0x do not join
     them; with no shift only the 1.0x run is within."""
-    import importlib.util
     import math
 
-    spec = importlib.util.spec_from_file_location("residuals", REPO / "bench" / "residuals.py")
-    assert spec is not None and spec.loader is not None
-    residuals = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "residuals", residuals)  # its dataclass looks itself up there
-    spec.loader.exec_module(residuals)
+    residuals = script_module(REPO / "bench" / "residuals.py", "residuals")
     errors = [math.log(x) for x in (0.5, 0.55, 0.6, 1.0, 2.0)]
     assert sum(residuals.within(e) for e in errors) == 1
     assert residuals.best_shift_within(errors) == 3

@@ -6,7 +6,6 @@ providers) and on a small multi-night history of generated prices, for the const
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import re
 from datetime import UTC, datetime, timedelta
@@ -21,10 +20,10 @@ from optimizer.models import resolve_model
 from optimizer.plan import Constraints, NoOptions, build_plan, default_view
 from scraper.providers import NAMES
 from scraper.refresh import refresh
+from tests.conftest import REPO, script_module
 from warehouse.db import open_warehouse
 from warehouse.gpus import catalog
 
-REPO = Path(__file__).resolve().parents[2]
 CASES = {
     "default": ("8B", "100B", Constraints()),
     "spot": ("8B", "100B", Constraints(spot=True)),
@@ -55,10 +54,7 @@ def snapshot(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], dict
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], dict]:
     """Eight nights of bench/warehouse_year.py's generated prices (moving spot prices, offers briefly missing)."""
-    spec = importlib.util.spec_from_file_location("warehouse_year", REPO / "bench" / "warehouse_year.py")
-    assert spec is not None and spec.loader is not None
-    year = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(year)
+    year = script_module(REPO / "bench" / "warehouse_year.py", "warehouse_year")
     db = tmp_path_factory.mktemp("view") / "history.duckdb"
     rng = random.Random(3)
     offers = year.offers(300, rng)

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import httpx
@@ -18,6 +16,7 @@ from scraper.http import Fetcher, Validators
 from scraper.providers import aws_csv, aws_instances, aws_spot
 from scraper.providers.aws import DEFAULT_REGIONS, AwsProvider, csv_url_of, regions_from_env, version_key
 from scraper.replay import ReplayTransport, load_manifest
+from tests.conftest import script_module
 from tests.scraper import support
 from tests.scraper.support import T0
 from warehouse import spot_buckets
@@ -59,11 +58,7 @@ def fetch(provider: AwsProvider, fetcher: Fetcher) -> list[RawPayload]:
 
 def generator():
     """The fixture script, imported for its published price table (the figures the replay is built from)."""
-    spec = importlib.util.spec_from_file_location("aws_make_fixtures", FIXTURES / "make_fixtures.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return script_module(FIXTURES / "make_fixtures.py", "aws_make_fixtures")
 
 
 def record_dict(r) -> dict:

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import statistics
-import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -27,6 +25,7 @@ from scraper.providers.vastai import (
     search_query,
 )
 from scraper.replay import ReplayTransport, load_manifest
+from tests.conftest import script_module
 from tests.scraper.support import T0, make_fetcher
 from warehouse.errors import ParseError, TransientProviderError
 
@@ -420,14 +419,7 @@ def test_replay_serves_both_searches_and_parses():
 
 def test_snapshot_reproduces_the_published_statistics():
     """Pooled per-GPU-hour on-demand prices per GPU land on make_fixtures.TARGETS (min, p10, median, max)."""
-    spec = importlib.util.spec_from_file_location("vast_make_fixtures", FIXTURES / "make_fixtures.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
+    module = script_module(FIXTURES / "make_fixtures.py", "vast_make_fixtures")
     offers = json.loads((FIXTURES / "bundles_on_demand.json").read_text())["offers"]
     for target in module.TARGETS:
         per_gpu = sorted(
