@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
+import shutil
+import tempfile
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,6 +20,11 @@ from tests.conftest import REPO
 
 FIXTURES = REPO / "fixtures"
 T0 = datetime(2026, 11, 20, 3, 0, tzinfo=UTC)  # when every recording in fixtures/ was made
+# Where these Fetchers stream large bodies (AWS's price CSVs), removed when the test process ends. A Fetcher given no
+# workdir writes them to the system temp dir and leaves them to its caller (refresh gives one and removes it); left
+# there, every run of the suite put 56 tmp*.part files in /tmp.
+SCRATCH = Path(tempfile.mkdtemp(prefix="costopt-test-fetch-"))
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
 
 
 def make_fetcher(
@@ -33,7 +42,7 @@ def make_fetcher(
         retry=RetryPolicy(attempts=attempts, base_seconds=1.0),
         sleep=sleep,
         clock=lambda: T0,
-        **extra,
+        **{"workdir": SCRATCH, **extra},
     )
     return fetcher, slept
 
