@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import tempfile
 import threading
 import time
@@ -285,7 +284,7 @@ def refresh(
     """
     from warehouse.db import open_warehouse
     from warehouse.load import last_validators
-    from warehouse.paths import raw_dir, temp_root
+    from warehouse.paths import raw_dir, remove_tree, temp_root
 
     names = list(providers or NAMES)
     shares, default_timeout = check_config(names, env=env, replay=replay, accept_drop=accept_drop)
@@ -348,7 +347,7 @@ def refresh(
             if replay is not None:
                 con.close()
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            remove_tree(workdir)
 
 
 def _keep_raw(root: Path, payloads: list[RawPayload]) -> list[RawRow]:

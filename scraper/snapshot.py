@@ -87,11 +87,12 @@ def make_seed(target: Path, root: Path | None = None) -> None:
 
     from warehouse import seed as seeds
     from warehouse.db import open_warehouse
-    from warehouse.paths import snapshot_dir, temp_root
+    from warehouse.paths import remove_tree, snapshot_dir, temp_root
 
     root = root or snapshot_dir()
-    with tempfile.TemporaryDirectory(prefix="costopt-seed-", dir=temp_root()) as scratch:
-        path = Path(scratch) / "seed.duckdb"
+    scratch = Path(tempfile.mkdtemp(prefix="costopt-seed-", dir=temp_root()))
+    try:
+        path = scratch / "seed.duckdb"
         summary = replay_snapshot(path, root)
         con = open_warehouse(path, read_only=True)
         try:
@@ -112,3 +113,5 @@ def make_seed(target: Path, root: Path | None = None) -> None:
             )
         finally:
             con.close()
+    finally:
+        remove_tree(scratch)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -35,6 +37,34 @@ def snapshot_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "fixtures"
 
 
+@contextlib.contextmanager
+def ctrl_c_held() -> Iterator[None]:
+    """Run the block with Ctrl-C held off: one that arrives meanwhile is raised again once the block is done.
+
+    For the few steps that must not stop halfway because nothing would finish them later: tempfile's probe of the
+    temporary directory (``temp_root``) and the removal of a scratch directory (``remove_tree``). It is held by a
+    Python handler that notes the Ctrl-C. Blocking the signal (``pthread_sigmask``, until round 15 of issue 14)
+    blocks it for the calling thread only: with any other thread alive (DuckDB's, the scheduler's) the kernel hands
+    SIGINT to that thread and Python raises it in the main thread at once. A handler is the process's, whichever
+    thread the kernel picks. Off the main thread nothing is held: only the main thread may set a handler, and only
+    it is interrupted by a Ctrl-C.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)  # None: not set from Python
+        if caught:
+            signal.raise_signal(signal.SIGINT)  # the Ctrl-C, now, to whatever handled it before
+
+
 def temp_root() -> str:
     """The system's temporary directory, found with Ctrl-C held off.
 
@@ -42,23 +72,23 @@ def temp_root() -> str:
     two leaves that file behind (seen under load: tests/cli/test_failures.py interrupts a refresh at 0.3 s). Held,
     the Ctrl-C lands just after the probe, where the caller's clean-up already covers it. A scratch directory made
     with ``dir=temp_root()`` needs no probe of its own.
-
-    It is held by a Python handler that notes the Ctrl-C and raises it again once the probe is done. Blocking the
-    signal (``pthread_sigmask``, until round 15 of issue 14) blocks it for the calling thread only: with any other
-    thread alive (DuckDB's, the scheduler's) the kernel hands SIGINT to that thread and Python raises it in the
-    main thread at once, mid-probe. A handler is the process's, whichever thread the kernel picks.
     """
-    import signal
     import tempfile  # here, not at the top: most commands never need it
-    import threading
 
-    if threading.current_thread() is not threading.main_thread():
-        return tempfile.gettempdir()  # only the main thread may set a handler; it also gets every Ctrl-C
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
-    try:
+    with ctrl_c_held():
         return tempfile.gettempdir()
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)  # None: not set from Python
-        if caught:
-            signal.raise_signal(signal.SIGINT)  # the Ctrl-C, now, to whatever handled it before
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a scratch directory whole, with Ctrl-C held off.
+
+    A refresh's downloads wait in a fresh directory under the system's temporary one until the refresh ends; a
+    Ctrl-C that lands inside ``shutil.rmtree`` stops it halfway and leaves the rest there for good, since the next
+    refresh makes a directory of its own. The one path by which tests/cli/test_failures.py, interrupting a replayed
+    refresh at 1.6 s under load, can have found AWS's downloaded price files behind (round 17 of issue 14): every
+    other way out of a refresh passes this removal. Held, the Ctrl-C lands once the directory is gone.
+    """
+    import shutil
+
+    with ctrl_c_held():
+        shutil.rmtree(path, ignore_errors=True)

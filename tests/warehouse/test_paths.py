@@ -1,4 +1,4 @@
-"""The temporary directory is found with Ctrl-C held off (warehouse.paths.temp_root)."""
+"""The temporary directory is found, and a scratch directory removed, with Ctrl-C held off (warehouse.paths)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from warehouse.paths import temp_root
+from warehouse.paths import remove_tree, temp_root
 
 NOT_ON_WINDOWS = pytest.mark.skipif(sys.platform == "win32", reason="os.kill(SIGINT) ends the process on Windows")
 
@@ -58,3 +58,30 @@ def test_the_ctrl_c_waits_with_another_thread_alive(monkeypatch):
 
 def test_temp_root_is_the_system_temp_dir():
     assert temp_root() == tempfile.gettempdir()
+
+
+@NOT_ON_WINDOWS
+def test_a_ctrl_c_during_the_removal_of_a_scratch_dir_lands_after_it(tmp_path, monkeypatch):
+    """A Ctrl-C inside shutil.rmtree stopped it halfway: a refresh's downloaded price files stayed in the system's
+    temporary directory for good. Held, the removal finishes and the Ctrl-C is raised after it."""
+    import shutil
+
+    scratch = tmp_path / "costopt-fetch-x" / "aws"
+    scratch.mkdir(parents=True)
+    for k in range(3):
+        (scratch / f"tmp{k}.part").write_bytes(b"x" * 1000)
+    real = shutil.rmtree
+
+    def rmtree(path, ignore_errors=False):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives as the removal starts
+        time.sleep(0.05)  # time for whichever thread got SIGINT to pass it on
+        real(path, ignore_errors=ignore_errors)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    monkeypatch.setattr(shutil, "rmtree", rmtree)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            remove_tree(tmp_path / "costopt-fetch-x")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert not (tmp_path / "costopt-fetch-x").exists()
