@@ -309,7 +309,12 @@ BAND_MARGIN = 1.13  # each edge moved out by 13 %: a band read off in-sample res
 # 65 for 1.5x and 63 for 2x (unbound, 1.5x had put 66 within with constants above the benchmarks); 1.3x again on round
 # 14's (the attention FLOPs of Motif 2.6B, YaLM 100B and APT3-1B counted), 69 within against 67 for 1.5x; 1.5x on
 # round 15's 106 (OpenEuroLLM's 0.7B data-mix run added), where 1.3x and 1.5x put as many within (69) and inside (94)
-# and 1.5x has the narrower range (2.55 against 2.56), with the constants round 14 shipped (1.3x moves typical to 0.95).
+# and 1.5x has the narrower range (2.55 against 2.56), with the constants round 14 shipped (1.3x moves typical to 0.95);
+# 1.5x again on round 17's 107 (NVIDIA's Nemotron-3 8B added, and AMD-OLMo-1B's steady rate made a benchmark the
+# search respects, ``below_benchmarks``), where 1.5x puts 69 within against 68 for 1.3x and 67 for 1.8x, with new
+# constants (bandwidth exponent 0.7, scale-out 3e5, MoE 0.75, typical 0.85, basic 0.3). Without that benchmark 1.8x
+# won (66 within and 97 inside against 1.3x's 66 and 96) with constants under which AMD-OLMo-1B's whole run beat the
+# steady rate AMD measured for it.
 # Which cap wins moves with one run: the search has several near-equal optima.
 # So a cap picked by the cross-validation that judges it is flattered, and the figure to quote is the nested one
 # (the cap chosen inside each fold without the held-out organisation, ``bench/fit_mfu.py --nested``; README).
@@ -522,8 +527,8 @@ def ordered(fit: Fit) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Benchmark:
-    """A short steady-state throughput measurement by the team that develops the framework
-    (optimizer/data/throughput_benchmarks.csv)."""
+    """A short steady-state throughput measurement by the team that develops the framework, or by the team that ran
+    the job (AMD-OLMo-1B, the source of the stated CDNA 2 factor) (optimizer/data/throughput_benchmarks.csv)."""
 
     model: str
     gpu: GpuSpec
@@ -531,6 +536,7 @@ class Benchmark:
     params: float
     mfu: float
     stack: str
+    gpus_per_node: int = 8
 
 
 def benchmarks() -> list[Benchmark]:
@@ -545,6 +551,7 @@ def benchmarks() -> list[Benchmark]:
             float(r["params"]),
             float(r["mfu_pct"]) / 100,
             r["stack"],
+            int(r["gpus_per_node"]),
         )
         for r in table
     ]
@@ -567,7 +574,7 @@ def below_benchmarks(fit: Fit, marks: Sequence[Benchmark] | None = None) -> bool
 
     def expected(b: Benchmark) -> float:
         return mfu_model.realized_mfu(
-            b.gpu, active_params=b.params, gpus=b.gpus, gpus_per_node=8, stack=b.stack, fit=fit
+            b.gpu, active_params=b.params, gpus=b.gpus, gpus_per_node=b.gpus_per_node, stack=b.stack, fit=fit
         ).expected
 
     return all(expected(b) <= b.mfu for b in (BENCHMARKS if marks is None else marks))

@@ -65,9 +65,9 @@ def test_the_shipped_constants_are_what_the_search_picks(data):
 def test_in_sample_figures(data):
     """What bench/calibration.py prints for the shipped constants on every run (README, Calibration)."""
     s = evaluate(data, [FIT] * len(data))
-    assert len(data) == 106
-    assert round(s.within_band * 106) == 71
-    assert round(s.inside_range * 106) == 96
+    assert len(data) == 107
+    assert round(s.within_band * 107) == 70
+    assert round(s.inside_range * 107) == 98
     assert s.median_width <= 2.50
     assert s.median_error <= 0.14
     assert 0.9 <= s.median_ratio <= 1.1
@@ -77,45 +77,43 @@ def test_leave_one_organisation_out_figures(held_out):
     """The headline, out of sample: each organisation predicted by constants chosen without any of its runs.
 
     Issue 14's targets: >= 85 % inside [low, high], median error <= 15 % and, with the default class for every run,
-    >= 85 % inside: met on round 15's 106 runs (89 %, 14.2 %, 91 %). The median band (target <= 2.5) is 2.55 since
-    round 14 counted the attention FLOPs of the three runs whose publications give no sequence length (APT3-1B at
-    the length assumed for a bare count moves from 1.14x to 1.32x and widens the tuned band; round 12: 2.42). Within
-    0.8-1.25x (target 75 %) is not met: 65 % (69 of 106; 53 with rounds 2-5's uncapped loss). The nested figure,
-    the loss chosen without the held-out organisation, is in the README.
+    >= 85 % inside: met on round 17's 107 runs (90 %, 13.6 %, 93 %). The median band (target <= 2.5) is 2.53 (round
+    15: 2.55, since round 14 counted the attention FLOPs of the three runs whose publications give no sequence length;
+    round 12: 2.42). Within 0.8-1.25x (target 75 %) is not met: 64 % (69 of 107; 52 with rounds 2-5's uncapped loss).
+    The nested figure, the loss chosen without the held-out organisation, is in the README.
     """
     s = held_out_summary(held_out)
     assert s.inside_range >= 0.85
-    assert s.median_width == pytest.approx(2.546, abs=0.001)
-    assert s.median_error == pytest.approx(0.142, abs=0.001)
-    assert (round(s.within_band * 106), round(s.inside_range * 106)) == (69, 94)
+    assert s.median_width == pytest.approx(2.528, abs=0.001)
+    assert s.median_error == pytest.approx(0.136, abs=0.001)
+    assert (round(s.within_band * 107), round(s.inside_range * 107)) == (69, 96)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
-    assert default.inside_range >= 0.85 and round(default.inside_range * 106) == 96
+    assert default.inside_range >= 0.85 and round(default.inside_range * 107) == 99
 
 
 def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
     """Rounds 2-5's loss, the plain mean |log error|, searched and cross-validated the same way: the slow typical
-    teams pull the typical multiplier to 0.8 and the large-lab one to 1.15, and 16 runs fewer land within
-    0.8-1.25x (53 of 106), as many inside the range (94), at a larger median error (21.5 % against 14.2 %) and a
-    wider median range (2.59 against 2.55). On round 15's 106 runs, with pair weights, the 1.5x and 1.3x (round 14's)
-    caps put 69 within and 94 inside, 2x (round 11's) 65 and 1.8x (round 10's) 64; 1.5x has the narrower range
-    (2.546 against 2.558), so the rule (most within, then most inside, then the narrower range) picks 1.5x. Searched
-    on every run, 1.3x would move typical to 0.95; 1.5x keeps round 14's constants."""
+    teams pull the large-lab multiplier to 1.15 (the large-lab runs must make up for a slower base), and 17 runs fewer
+    land within 0.8-1.25x (52 of 107), one fewer inside the range (95 against 96), at a larger median error (23.1 %
+    against 13.6 %) and a wider median range (2.59 against 2.53). On round 17's 107 runs, with pair weights, the
+    1.5x cap puts 69 within, 1.3x (round 14's) 68, 1.8x (round 10's) 67 and 2x (round 11's) 65, all 96 inside, so
+    the rule (most within, then most inside, then the narrower range) picks 1.5x again; searched on every run 1.3x
+    and 1.5x both put typical at 0.85 of tuned."""
     uncapped = leave_one_organisation_out(data, searcher=calibration.searcher_for(None))
     old = held_out_summary(uncapped)
     shipped = held_out_summary(held_out)
-    assert (round(old.within_band * 106), round(shipped.within_band * 106)) == (53, 69)
-    assert (round(old.inside_range * 106), round(shipped.inside_range * 106)) == (94, 94)
+    assert (round(old.within_band * 107), round(shipped.within_band * 107)) == (52, 69)
+    assert (round(old.inside_range * 107), round(shipped.inside_range * 107)) == (95, 96)
     assert shipped.median_error < old.median_error - 0.05
     plain = search(data, loss_cap=None)
-    assert (plain.typical, plain.large_lab) == (0.8, 1.15) and (FIT.typical, FIT.large_lab) == (0.9, 1.0)
-    assert search(data, loss_cap=1.3).typical == 0.95
+    assert (plain.typical, plain.large_lab) == (0.85, 1.15) and (FIT.typical, FIT.large_lab) == (0.85, 1.0)
+    assert search(data, loss_cap=1.3).typical == 0.85
     round_11 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(2.0)))
-    assert (round(round_11.within_band * 106), round(round_11.inside_range * 106)) == (65, 93)
+    assert (round(round_11.within_band * 107), round(round_11.inside_range * 107)) == (65, 96)
     round_14 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(1.3)))
-    assert (round(round_14.within_band * 106), round(round_14.inside_range * 106)) == (69, 94)
-    assert round_14.median_width > shipped.median_width
+    assert (round(round_14.within_band * 107), round(round_14.inside_range * 107)) == (68, 96)
     round_10 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(1.8)))
-    assert round(round_10.within_band * 106) == 64
+    assert round(round_10.within_band * 107) == 67
     judged = [(calibration.LOSS_CAP, shipped), (1.3, round_14), (1.8, round_10), (2.0, round_11), (None, old)]
     assert calibration.best_loss(judged) == calibration.LOSS_CAP == 1.5
 
@@ -137,45 +135,45 @@ def test_an_organisation_is_held_out_whole(data, held_out):
 
 
 def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
-    """Without classes (every run 'tuned') the same search puts fewer runs within 0.8-1.25x (65 against 69 of 106),
-    with a wider median range (2.64 against 2.55) and a larger median error (17.0 % against 14.2 %); it puts as many
-    inside its range (94). (Round 11's 99 runs: 61 against 63 within, 19.9 % against 16.0 %.)"""
+    """Without classes (every run 'tuned') the same search puts fewer runs within 0.8-1.25x (66 against 69 of 107),
+    with a wider median range (2.61 against 2.53) and a larger median error (16.2 % against 13.6 %); it puts one more
+    inside its range (97 against 96). (Round 11's 99 runs: 61 against 63 within, 19.9 % against 16.0 %.)"""
     flat = dataclasses.replace(calibration.START, typical=1.0, basic=1.0)
     grid = {k: v for k, v in calibration.GRID.items() if k not in ("large_lab", "typical", "basic")}
     without = leave_one_organisation_out(data, searcher=lambda d: search(d, start=flat, grid=grid))
     flat_s = held_out_summary(without)
     shipped = held_out_summary(held_out)
-    assert (round(shipped.within_band * 106), round(flat_s.within_band * 106)) == (69, 65)
+    assert (round(shipped.within_band * 107), round(flat_s.within_band * 107)) == (69, 66)
     assert shipped.median_width < flat_s.median_width - 0.05
     assert shipped.median_error < flat_s.median_error - 0.015
 
 
 def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
     """Round 1's sharp knee, 1 / (1 + (T.G/N)^2) on every job, searched the same way, against compute / (compute +
-    sync) charged only across nodes. On round 15's 106 runs the knee puts one run fewer within 0.8-1.25x (68 against
-    69; round 14's 64 against 69 of 105, round 12's 66 against 70, 60 against 63 of round 11's 99, 56 against 63 of
-    round 9's 94, 42 against 48 of round 4's 66) and two fewer inside its range (92 against 94), at a larger median
-    error (14.3 % against 14.2 %) and a narrower median range (2.50 against 2.55); it puts two more inside the
-    default class's range (98 against 96). Within comes first by the rule the search's other choices follow, so the
-    stated form stays: a form the data test, not a knob."""
+    sync) charged only across nodes. On round 17's 107 runs the knee puts two runs fewer within 0.8-1.25x (67 against
+    69; round 15's 68 against 69 of 106, round 14's 64 against 69 of 105, round 12's 66 against 70, 60 against 63 of
+    round 11's 99, 56 against 63 of round 9's 94, 42 against 48 of round 4's 66) and two fewer inside its range (94
+    against 96), at a larger median error (14.0 % against 13.6 %) and a narrower median range (2.48 against 2.53); it
+    puts as many inside the default class's range (99). Within comes first by the rule the search's other choices
+    follow, so the stated form stays: a form the data test, not a knob."""
     knee = dataclasses.replace(calibration.START, scale_out_exponent=2.0, scale_out_in_node=True)
     round_1 = leave_one_organisation_out(data, searcher=lambda d: search(d, start=knee))
     old = held_out_summary(round_1)
     shipped = held_out_summary(held_out)
-    assert round(shipped.within_band * 106) == 69 and round(old.within_band * 106) == 68
-    assert round(shipped.inside_range * 106) == 94 and round(old.inside_range * 106) == 92
-    assert old.median_error == pytest.approx(0.143, abs=0.001)
+    assert round(shipped.within_band * 107) == 69 and round(old.within_band * 107) == 67
+    assert round(shipped.inside_range * 107) == 96 and round(old.inside_range * 107) == 94
+    assert old.median_error == pytest.approx(0.140, abs=0.001)
     old_default = held_out_summary(round_1, mfu_model.DEFAULT_STACK)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
-    assert (round(default.inside_range * 106), round(old_default.inside_range * 106)) == (96, 98)
+    assert (round(default.inside_range * 107), round(old_default.inside_range * 107)) == (99, 99)
 
 
 def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     """Round 4's search on the whole runs put the FP8 gain at 1.4, inside the published FP8/BF16 throughput ratios
     (torchtitan, OLMo-core, Megatron-LM with Transformer Engine: 1.28-1.42); round 5 states it there (two organisations'
     FP8 runs cannot set it in a fold that holds one out). The whole runs barely tell it from the round-1-3 value 1.3:
-    held there, the same search cross-validates to one run fewer within 0.8-1.25x (68 against 69 of 106), at a median
-    error as good (14.2 % either way): within comes first. Searched on round 4's grid it goes to 1.6,
+    held there, the same search cross-validates to one run fewer within 0.8-1.25x (68 against 69 of 107), at a larger
+    median error (14.1 % against 13.6 %). Searched on round 4's grid it goes to 1.6,
     outside every benchmark (bench/fit_mfu.py)."""
     low, high = mfu_model.FP8_BENCHMARKS
     assert low <= FIT.fp8_gain <= high and FIT.fp8_gain == mfu_model.FP8_GAIN == calibration.START.fp8_gain
@@ -184,8 +182,8 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     stated = leave_one_organisation_out(data, searcher=lambda d: search(d, start=older))
     old = held_out_summary(stated)
     shipped = held_out_summary(held_out)
-    assert (round(shipped.within_band * 106), round(old.within_band * 106)) == (69, 68)
-    assert (round(shipped.median_error, 3), round(old.median_error, 3)) == (0.142, 0.142)
+    assert (round(shipped.within_band * 107), round(old.within_band * 107)) == (69, 68)
+    assert (round(shipped.median_error, 3), round(old.median_error, 3)) == (0.136, 0.141)
     scout = next(c for c in data if c.name == "Llama 4 Scout")
     assert scout.mfu(FIT).factors["fp8"] == pytest.approx(FIT.fp8_gain * 989 / 1979)
 
@@ -193,7 +191,7 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
 def test_leaving_untied_input_embeddings_out_of_the_flops_earns_its_place(data, held_out):
     """Round 5's FLOP count (an untied input embedding is a lookup) against rounds 1-4's (every parameter in 6.N.D),
     each searched and cross-validated the same way: the lookup-free count predicts more runs within 0.8-1.25x (69
-    against 58 of 106) with a smaller median error (14.2 % against 19.3 %)."""
+    against 60 of 107) with a smaller median error (13.6 % against 18.7 %)."""
     old_cases = [calibration.whole_count(c) for c in data]
     assert sum(o.flops > c.flops for o, c in zip(old_cases, data, strict=True)) >= 40
     counted = leave_one_organisation_out(old_cases)
@@ -207,12 +205,12 @@ def test_a_class_with_runs_from_three_organisations_gets_its_own_band(data, held
     """Large-lab teams differ little and typical ones a great deal: each class's band is read off its own runs once
     three organisations stand behind it (basic since round 9: Hugging Face, the University of Bonn, AI-Study-Han, and
     since round 10 tiny-llm-zh's author, since round 11 SmallDoges, since round 12 the FlashAttention paper's
-    authors). One pooled band for every stated class (rounds 1-4) cross-validates to a wider median band (2.77
-    against 2.55) and a default band covering fewer runs (90 against 96 of 106)."""
+    authors). One pooled band for every stated class (rounds 1-4) cross-validates to a wider median band (2.83
+    against 2.53) and a default band covering fewer runs (92 against 99 of 107)."""
     ll_low, ll_high = FIT.band("large-lab")
     ty_low, ty_high = FIT.band("typical")
     assert ll_high / ll_low < FIT.band("tuned")[1] / FIT.band("tuned")[0] < ty_high / ty_low
-    assert FIT.band("basic") != FIT.band("typical") and FIT.band("basic") == (0.88, 2.27)
+    assert FIT.band("basic") != FIT.band("typical") and FIT.band("basic") == (0.75, 1.92)
     assert ty_low <= FIT.band_low and ty_high >= FIT.band_high  # the default never narrower than the pooled band
     pooled = leave_one_organisation_out(data, searcher=lambda d: search(d, per_class_bands=False))
     old = held_out_summary(pooled)
@@ -303,9 +301,11 @@ def test_older_gpus_and_attention_pay_their_stated_factors():
 def test_amd_cdna2_factor_reproduces_amd_olmo_published_throughput():
     """Stated from AMD-OLMo-1B's 12,200 tokens/s per MI250 (64 GPUs), a steady rate: the model's whole-run MFU for
     that job is that rate less the time a whole run spends off it, so the steady MFU must lie where the stated
-    goodput range (optimizer.measured, 0.75-1.0) puts it. At the stated goodput, 0.9, the rate alone says 0.45 with
-    round 12's constants (the whole CDNA 2 runs say 0.5: AMD-Llama-135m, OpenEuroLLM's 2B and AI2's Paloma 1B
-    baseline land at 1.04x, 1.00x and 0.96x of their hours in sample, 1.04x, 0.95x and 0.96x out of sample)."""
+    goodput range (optimizer.measured, 0.75-1.0) puts it. At the stated goodput, 0.9, the rate alone says 0.46 with
+    round 17's constants (0.45 with rounds 12-16's; the whole CDNA 2 runs say 0.5: AMD-Llama-135m, OpenEuroLLM's 2B
+    and AI2's Paloma 1B baseline land at 1.04x, 1.00x and 0.93x of their hours out of sample). Since round 17 the
+    search keeps this whole run below the steady rate (``below_benchmarks``), so the first check holds by
+    construction for any constants the search picks."""
     row = next(r for r in rows(included_only=False) if r["run"] == "AMD-OLMo-1B")
     case = Case.of({**row, "gpu_hours": "1"})
     published = (6 * 1.18e9 + 12 * 16 * 2048 * 2048) * 12_200 / 362.1e12
@@ -314,7 +314,7 @@ def test_amd_cdna2_factor_reproduces_amd_olmo_published_throughput():
     low, high = GOODPUT_RANGE
     assert whole_run / high <= published <= whole_run / low
     factor = mfu_model.AMD_FACTOR["CDNA 2"]
-    assert factor * published / (whole_run / GOODPUT) == pytest.approx(0.45, abs=0.01)
+    assert factor * published / (whole_run / GOODPUT) == pytest.approx(0.46, abs=0.005)
     assert case.mfu(FIT).factors["software"] == factor
 
 
@@ -407,15 +407,25 @@ def test_the_loss_cap_is_chosen_by_within_then_inside_then_the_narrower_range():
 def test_the_search_never_picks_constants_above_the_published_benchmarks(data):
     """A whole run cannot beat a few steady steps of the same job: constants that put llm-foundry's own 70B on 64
     A100-80GB above MosaicML's measured 53.33 % MFU are not admissible, however well they fit (round 12's 1.5x cap
-    found base 0.56 unbound, 54.3 % there)."""
+    found base 0.56 unbound, 54.3 % there). Since round 17 AMD's own steady rate for AMD-OLMo-1B on 64 MI250 (26.6 %
+    MFU, the source of the stated CDNA 2 factor) binds too: the constants the 1.8x cap found without it (bandwidth
+    exponent 0.8, base 0.52) put that job's whole run at 27.1 %."""
     marks = calibration.BENCHMARKS
-    assert len(marks) == 18 and {b.gpu.name for b in marks} == {"A100-80GB", "A100-40GB", "H100-SXM"}
+    assert len(marks) == 19 and {b.gpu.name for b in marks} == {"A100-80GB", "A100-40GB", "H100-SXM", "MI250"}
     mpt70 = next(b for b in marks if b.model == "MPT 70B" and b.gpu.name == "A100-80GB")
     assert (mpt70.gpus, mpt70.mfu) == (64, 0.5333)
+    amd = next(b for b in marks if b.model == "AMD-OLMo-1B")
+    assert (amd.gpus, amd.gpus_per_node, amd.mfu, amd.stack) == (64, 4, 0.2657, "typical")
     assert calibration.below_benchmarks(FIT) and calibration.below_benchmarks(calibration.START)
     too_fast = dataclasses.replace(FIT, base=0.56)
     assert not calibration.below_benchmarks(too_fast)
-    assert calibration.below_benchmarks(too_fast, [b for b in marks if b is not mpt70 and b.model != "MPT 30B"])
+    others = [b for b in marks if b is not mpt70 and b is not amd and b.model != "MPT 30B"]
+    assert calibration.below_benchmarks(too_fast, others)
+    unbound_1_8 = dataclasses.replace(
+        FIT, base=0.52, bandwidth_exponent=0.8, thin_params_per_gpu=5e5, large_lab=1.15, typical=0.9, basic=0.3
+    )
+    assert not calibration.below_benchmarks(unbound_1_8)
+    assert calibration.below_benchmarks(unbound_1_8, [b for b in marks if b is not amd])
     # the search rejects it even where it would fit better: started there, it moves to admissible constants
     assert calibration.below_benchmarks(search(data, start=dataclasses.replace(calibration.START, base=0.54)))
     for cap in (1.3, 2.0):
@@ -424,15 +434,15 @@ def test_the_search_never_picks_constants_above_the_published_benchmarks(data):
 
 def test_pair_weights_earn_their_place_out_of_sample(data, held_out):
     """Since round 12 each organisation-and-class pair weighs one in the loss, chosen by the cross-validation with
-    the cap: with each organisation weighing one (rounds 1-11) the same search puts 65 of 106 within 0.8-1.25x
-    against 69, at a larger median error (16.0 % against 14.2 %), and leaves ``basic`` at 0.45 of ``tuned`` between
-    its two kinds of runs; with pairs it is 0.25, where six of the eight basic runs are."""
+    the cap: with each organisation weighing one (rounds 1-11) the same search puts 64 of 107 within 0.8-1.25x
+    against 69, at a larger median error (16.1 % against 13.6 %), and leaves ``basic`` at 0.45 of ``tuned`` between
+    its two kinds of runs; with pairs it is 0.3, nearer the six of the eight basic runs at 8-13 % MFU."""
     assert calibration.LOSS_PAIRS and (calibration.LOSS_CAP, True) in calibration.LOSSES
     assert calibration.pair_weights(data) != calibration.organisation_weights(data)
     by_org = leave_one_organisation_out(data, searcher=calibration.searcher_for(calibration.LOSS_CAP, False))
     old, shipped = held_out_summary(by_org), held_out_summary(held_out)
-    assert (round(old.within_band * 106), round(shipped.within_band * 106)) == (65, 69)
+    assert (round(old.within_band * 107), round(shipped.within_band * 107)) == (64, 69)
     assert shipped.median_error < old.median_error - 0.01
-    assert search(data, pairs=False).basic == 0.45 and FIT.basic == 0.25
+    assert search(data, pairs=False).basic == 0.45 and FIT.basic == 0.3
     judged = [((calibration.LOSS_CAP, False), old), ((calibration.LOSS_CAP, True), shipped)]
     assert calibration.best_loss(judged) == (calibration.LOSS_CAP, calibration.LOSS_PAIRS)

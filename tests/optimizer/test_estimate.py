@@ -219,7 +219,7 @@ def test_a_model_spread_thin_sustains_less_and_h100_sustains_less_than_a100():
     threshold = mfu_model.FITTED.thin_params_per_gpu
     # compute / (compute + sync): by hand 1 / (1 + T x 8192 / 8e9)
     assert thin.factors["scale_out"] == pytest.approx(1 / (1 + threshold * 8192 / 8e9))
-    assert thin.expected < 0.75 * wide.expected
+    assert thin.expected < 0.8 * wide.expected  # 0.77 of it with round 17's T = 3e5
     # inside one NVLink node the all-reduce hides behind the backward pass: no charge even for a small model;
     # the second node brings the charge, and more GPUs never raise per-GPU MFU
     one_node = mfu_model.realized_mfu(a100, active_params=1e8, gpus=8, gpus_per_node=8)
