@@ -14,6 +14,9 @@ from typing import Any
 from cli.output import Column, age_text
 
 ORIGIN_MARKS = {"derived": "\u2020", "generated": "\u2021"}  # dagger, double dagger
+# On the wall time: the speed of this GPU family rests on its datasheet, not on published whole runs. The notes say
+# "speed extrapolated" too, but at 100 columns the notes are hidden, and such rows can top a plan (MI300X, B200).
+SPEED_MARK = "\u00a7"  # section sign
 PRICING_LABELS = {"on_demand": "on-demand", "spot": "spot", "interruptible": "interruptible"}
 
 COLUMNS = [
@@ -68,13 +71,30 @@ def cells(row: dict[str, Any]) -> dict[str, str]:
         "pricing": PRICING_LABELS.get(row["pricing"], row["pricing"]),
         "price": f"${row['usd_per_gpu_hour']:.2f}{ORIGIN_MARKS.get(row['data_origin'], '')}",
         "age": age_text(row["source_age_hours"]),
-        "wall": human_hours(row["wall_expected"]),
+        "wall": human_hours(row["wall_expected"]) + (SPEED_MARK if row["speed_basis"] == "extrapolated" else ""),
         "wall_range": f"{human_hours(row['wall_low'])}-{human_hours(row['wall_high'])}",
         "cost": money(row["cost_expected"]),
         "cost_range": f"{money(row['cost_low'])}-{money(row['cost_high'])}",
         "saves": saves,
         "notes": "; ".join(notes),
     }
+
+
+def speed_line(rows: list[dict[str, Any]]) -> str:
+    """The legend of SPEED_MARK, when a shown row carries it."""
+    from optimizer import mfu
+    from warehouse.gpus import catalog
+
+    gpus = sorted({r["gpu"] for r in rows if r["speed_basis"] == "extrapolated"})
+    if not gpus:
+        return ""
+    specs = catalog()
+    guessed = [g for g in gpus if (spec := specs.get(g)) is not None and mfu.amd_factor(spec) is not None]
+    return (
+        f"{SPEED_MARK} speed extrapolated ({', '.join(gpus)}): no published whole training run on these GPU families "
+        "is in the calibration; the time rests on the datasheet"
+        + (f" and, for {', '.join(guessed)}, a guessed ROCm factor" if guessed else "")
+    )
 
 
 def band_line(rows: list[dict[str, Any]], basis: str | None = None) -> str:

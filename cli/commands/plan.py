@@ -275,7 +275,7 @@ def _print_human(
     info, note_text, rows, plan, shown, buy_line, show_infeasible, explain, job, horizon_days, warnings, wide
 ) -> None:
     from cli.output import say
-    from cli.plan_table import ORIGIN_MARKS, band_line, print_plan_table
+    from cli.plan_table import ORIGIN_MARKS, band_line, print_plan_table, speed_line
     from optimizer.units import human_count
 
     print(
@@ -301,6 +301,7 @@ def _print_human(
         f"* = Pareto front: no option is both cheaper and faster. Options slower than {horizon_days:g} days come last"
         + (f" ({slow} of these: the last {slow})." if slow else "."),
         band_line(rows, "goodput and same-team transfer band: --measured" if info["measured"] else None),
+        speed_line(rows),
         _precision_line(rows, info["precision"]),
         "age: since the source's own time (AWS offer-file publication, a recording's declared vintage, else when "
         "observed)" + ("; " + "; ".join(marks) + " (fixtures/<provider>/README.md)" if marks else ""),

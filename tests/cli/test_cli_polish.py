@@ -90,6 +90,21 @@ def test_the_plan_table_fits_100_columns_and_shows_whole_values(env):
     assert expected in out.stdout
 
 
+def test_a_wall_time_resting_on_a_datasheet_is_marked_at_100_columns(env):
+    """At 100 columns the notes, where "speed extrapolated" is said, are hidden, and such rows top the plan: the wall
+    time itself carries the mark, explained under the table, on exactly the rows whose speed_basis says so."""
+    out = run("plan", "--model", "8B", "--tokens", "100B", env=env)
+    options = json.loads(run("plan", "--model", "8B", "--tokens", "100B", "-f", "json", "--top", "15", env=env).stdout)
+    table = [line for line in lines(out.stdout) if re.match(r"^[* ]  [a-z]+ ", line) and "provider" not in line]
+    marked = [re.split(r" {2,}", line[3:].strip())[5].endswith("\u00a7") for line in table]
+    assert marked == [o["speed_basis"] == "extrapolated" for o in options["options"]]
+    assert True in marked and False in marked
+    guessed = sorted({o["gpu"] for o in options["options"] if o["speed_basis"] == "extrapolated"})
+    assert f"\u00a7 speed extrapolated ({', '.join(guessed)}): no published whole training run" in out.stdout
+    calibrated = run("plan", "--model", "8B", "--tokens", "100B", "--gpu", "H100", env=env)
+    assert calibrated.returncode == 0 and "\u00a7" not in calibrated.stdout
+
+
 def test_wide_shows_every_column_whatever_the_width(env):
     out = run("plan", "--model", "8B", "--tokens", "100B", "--top", "3", "--wide", env=env)
     assert out.returncode == 0, out.stderr
