@@ -16,23 +16,35 @@ from warehouse.paths import remove_tree, temp_root
 NOT_ON_WINDOWS = pytest.mark.skipif(sys.platform == "win32", reason="os.kill(SIGINT) ends the process on Windows")
 
 
+def interrupted_inside(monkeypatch, module, name: str, guarded) -> None:
+    """``guarded()`` with a Ctrl-C arriving inside ``module.name``, which then finishes its work: the Ctrl-C must
+    surface as KeyboardInterrupt from ``guarded()``, after that work, not in the middle of it."""
+    real = getattr(module, name)
+
+    def interrupted(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives as the step starts
+        time.sleep(0.05)  # the step's own work: time for whichever thread got SIGINT to pass it on
+        return real(*args, **kwargs)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    monkeypatch.setattr(module, name, interrupted)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            guarded()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def interrupted_mid_probe(monkeypatch) -> list[str]:
     """temp_root() with a Ctrl-C arriving inside tempfile's probe; what the probe got to do before it ended."""
     finished: list[str] = []
 
     def probe() -> str:
-        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives mid-probe
-        time.sleep(0.05)  # the probe's writing and deleting: time for whichever thread got SIGINT to pass it on
         finished.append("probe deleted its file")
         return "/scratch"
 
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     monkeypatch.setattr(tempfile, "gettempdir", probe)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            temp_root()
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    interrupted_inside(monkeypatch, tempfile, "gettempdir", temp_root)
     return finished
 
 
@@ -70,18 +82,5 @@ def test_a_ctrl_c_during_the_removal_of_a_scratch_dir_lands_after_it(tmp_path, m
     scratch.mkdir(parents=True)
     for k in range(3):
         (scratch / f"tmp{k}.part").write_bytes(b"x" * 1000)
-    real = shutil.rmtree
-
-    def rmtree(path, ignore_errors=False):
-        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives as the removal starts
-        time.sleep(0.05)  # time for whichever thread got SIGINT to pass it on
-        real(path, ignore_errors=ignore_errors)
-
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    monkeypatch.setattr(shutil, "rmtree", rmtree)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            remove_tree(tmp_path / "costopt-fetch-x")
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    interrupted_inside(monkeypatch, shutil, "rmtree", lambda: remove_tree(tmp_path / "costopt-fetch-x"))
     assert not (tmp_path / "costopt-fetch-x").exists()
