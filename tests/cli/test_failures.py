@@ -217,6 +217,39 @@ def test_ctrl_c_at_any_moment_of_a_refresh(tmp_path, delay):
     assert list(scratch.iterdir()) == []  # the fetch's temporary files are gone
 
 
+CTRL_C_IN_A_CALLBACK = """
+import signal, sys, time, weakref
+from cli.app import _ctrl_c_in_a_callback
+signal.signal(signal.SIGINT, signal.default_int_handler)
+if sys.argv[1] == "hooked":
+    sys.unraisablehook = _ctrl_c_in_a_callback
+class Thing:
+    pass
+def callback(_ref):
+    raise KeyboardInterrupt  # what the SIGINT handler does when the signal lands inside this callback
+thing = Thing()
+ref = weakref.ref(thing, callback)
+del thing
+try:
+    time.sleep(5)
+    print("lost")
+except KeyboardInterrupt:
+    print("delivered")
+"""
+
+
+@pytest.mark.parametrize("hooked", [True, False])
+def test_a_ctrl_c_inside_a_gc_callback_reaches_the_command(hooked):
+    """Python prints a KeyboardInterrupt raised inside a weakref callback as a traceback and drops it; the CLI's
+    unraisable hook delivers it again (the fault seen once in test_ctrl_c_at_any_moment_of_a_refresh[0.7])."""
+    mode = "hooked" if hooked else "plain"
+    out = subprocess.run([sys.executable, "-c", CTRL_C_IN_A_CALLBACK, mode], capture_output=True, text=True, timeout=30)
+    if hooked:
+        assert (out.stdout, out.stderr) == ("delivered\n", "")
+    else:  # Python's own behaviour, the fault
+        assert out.stdout == "lost\n" and "Traceback" in out.stderr and "KeyboardInterrupt" in out.stderr
+
+
 # --- sql renders every type ---------------------------------------------------------------------------
 
 TYPES = """SELECT 1.5 AS dec, 123.456::DECIMAL(38,10) AS dec38, 12345678901234567890.123456789::DECIMAL(38,9) AS exact,
