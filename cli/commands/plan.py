@@ -373,7 +373,8 @@ def _explain(job, wide: bool = False) -> None:
     band = (
         "MFU band",
         f"x{band_low:g} (slowest) to x{band_high:g} (fastest)",
-        f"the calibration runs' residuals, {job.stack}'s own where 3 organisations stand behind it",
+        f"a 90 % range: 5-95 % of the calibration runs' out-of-sample errors, {job.stack}'s own where 3 "
+        "organisations stand behind it",
     )
     if job.measured is not None:
         t_low, t_high = fit.transfer_band()
@@ -387,7 +388,7 @@ def _explain(job, wide: bool = False) -> None:
             "MFU band",
             f"on the measured GPUs goodput {g_low:g}-{g_high:g} of {measured.GOODPUT:g}; elsewhere "
             f"x{t_low:g}-x{t_high:g}",
-            "stated; a run predicted from another run of its team, the calibration's 10-90 % spread widened 13 %",
+            "stated; a run predicted from another run of its team: 5-95 % of the calibration's out-of-sample errors",
         )
     attention = f" + attention 12.L.d.S per token, {sequence_note(job)}"
     rows: list[tuple[str, str, str]] = [

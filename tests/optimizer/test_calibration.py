@@ -57,9 +57,51 @@ def test_every_included_run_names_its_organisation_stack_source_and_a_known_gpu(
     assert {r["stack"] for r in included} == set(mfu_model.STACKS)
 
 
-def test_the_shipped_constants_are_what_the_search_picks(data):
-    """A run added to the calibration file without a refit fails here: FITTED must follow the data."""
-    assert search(data) == FIT
+def test_the_shipped_constants_are_what_the_search_picks(data, held_out):
+    """A run added to the calibration file without a refit fails here: FITTED must follow the data, its constants
+    the search on every run, its ranges the runs' out-of-sample residuals (round 18)."""
+    assert calibration.calibrated(data, held=held_out) == FIT
+    picked = search(data)
+    ranges = {
+        "band_low": FIT.band_low,
+        "band_high": FIT.band_high,
+        "bands": FIT.bands,
+        "measured_band": FIT.measured_band,
+    }
+    assert dataclasses.replace(picked, **ranges) == FIT
+
+
+def test_the_shipped_ranges_cover_what_they_claim_out_of_sample(held_out, shipped_held_out):
+    """The headline (README, bench/calibration.py): the whole procedure that ships, constants AND ranges,
+    cross-validated by organisation. Each range claims 90 % (the 5-95 % span of out-of-sample residuals) and
+    holds 95 of 107 (89 %); the median range is x2.31.
+
+    Issue 14's targets: >= 85 % inside, median range <= x2.5, median error <= 15 % and, with the default class for
+    every run, >= 85 % inside: met (89 %, 2.31, 13.6 %, 93 %). Within 0.8-1.25x (75 %) is not: 64 %, 69 of 107.
+    Rounds 1-17's ranges (in-sample 10-90 % spread, each edge widened 13 %) held 96 at a median x2.53; read off the
+    in-sample residuals with no widening they hold only 81 (76 %, below the 80 % the span claims in sample).
+    """
+    s = held_out_summary(shipped_held_out)
+    assert (round(s.within_band * 107), round(s.inside_range * 107)) == (69, 95)
+    assert s.median_width == pytest.approx(2.310, abs=0.001)
+    assert s.median_error == pytest.approx(0.136, abs=0.001)
+    default = held_out_summary(shipped_held_out, mfu_model.DEFAULT_STACK)
+    assert round(default.inside_range * 107) == 99
+    old = held_out_summary(held_out)  # each fold with the in-sample ranges widened by BAND_MARGIN
+    assert (round(old.inside_range * 107), round(old.median_width, 2)) == (96, 2.53)
+    assert s.median_width < old.median_width - 0.2
+    assert [h.fit.base for h in shipped_held_out] == [h.fit.base for h in held_out]  # the same constants, per fold
+
+
+def test_a_range_read_off_in_sample_residuals_is_too_narrow_out_of_sample(data, held_out):
+    """Why the ranges are cross-validated: the in-sample 10-90 % spread, unwidened, holds 81 of 107 runs of
+    organisations held out (76 %); the search fits what it sees. Round 1 answered with a 13 % margin on each
+    edge, a judgement; the out-of-sample residuals measure it, per class."""
+    organisations = {h.case.organisation: h.fit for h in held_out}
+    others = {o: [c for c in data if c.organisation != o] for o in organisations}
+    bare = {o: calibration.with_bands(f, others[o], margin=1.0) for o, f in organisations.items()}
+    s = held_out_summary([HeldOut(h.case, bare[h.case.organisation]) for h in held_out])
+    assert round(s.inside_range * 107) == 81
 
 
 def test_in_sample_figures(data):
@@ -67,20 +109,18 @@ def test_in_sample_figures(data):
     s = evaluate(data, [FIT] * len(data))
     assert len(data) == 107
     assert round(s.within_band * 107) == 70
-    assert round(s.inside_range * 107) == 98
-    assert s.median_width <= 2.50
+    assert round(s.inside_range * 107) == 95  # 98 with rounds 1-17's in-sample ranges, widened by 13 %
+    assert s.median_width == pytest.approx(2.254, abs=0.001)
     assert s.median_error <= 0.14
     assert 0.9 <= s.median_ratio <= 1.1
 
 
 def test_leave_one_organisation_out_figures(held_out):
-    """The headline, out of sample: each organisation predicted by constants chosen without any of its runs.
-
-    Issue 14's targets: >= 85 % inside [low, high], median error <= 15 % and, with the default class for every run,
-    >= 85 % inside: met on round 17's 107 runs (90 %, 13.6 %, 93 %). The median band (target <= 2.5) is 2.53 (round
-    15: 2.55, since round 14 counted the attention FLOPs of the three runs whose publications give no sequence length;
-    round 12: 2.42). Within 0.8-1.25x (target 75 %) is not met: 64 % (69 of 107; 52 with rounds 2-5's uncapped loss).
-    The nested figure, the loss chosen without the held-out organisation, is in the README.
+    """Each organisation predicted by constants chosen without any of its runs, each fold with the ranges its own
+    runs show in sample, widened 13 % (BAND_MARGIN): the quick cross-validation every search variant and loss is
+    compared by, and rounds 1-17's headline (round 17: 64 % within, 90 % inside, x2.53, 13.6 %, default 93 %; round
+    15: x2.55; round 12: x2.42). The shipped ranges' figure is ``cross_validated``'s (the test above); the nested one,
+    the loss chosen without the held-out organisation too, is in the README.
     """
     s = held_out_summary(held_out)
     assert s.inside_range >= 0.85
@@ -210,7 +250,7 @@ def test_a_class_with_runs_from_three_organisations_gets_its_own_band(data, held
     ll_low, ll_high = FIT.band("large-lab")
     ty_low, ty_high = FIT.band("typical")
     assert ll_high / ll_low < FIT.band("tuned")[1] / FIT.band("tuned")[0] < ty_high / ty_low
-    assert FIT.band("basic") != FIT.band("typical") and FIT.band("basic") == (0.75, 1.92)
+    assert FIT.band("basic") != FIT.band("typical") and FIT.band("basic") == (0.84, 2.02)
     assert ty_low <= FIT.band_low and ty_high >= FIT.band_high  # the default never narrower than the pooled band
     pooled = leave_one_organisation_out(data, searcher=lambda d: search(d, per_class_bands=False))
     old = held_out_summary(pooled)

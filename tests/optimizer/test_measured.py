@@ -61,7 +61,7 @@ def test_elsewhere_the_model_carries_the_team_factor_and_the_range_is_the_transf
     expected = STEADY * 0.9 * est.factors["transfer"]
     assert est.mfu.expected == pytest.approx(expected)
     t_low, t_high = FIT.transfer_band()
-    assert (t_low, t_high) == (0.61, 1.63)  # wider than the goodput range (0.83-1.11), which it holds
+    assert (t_low, t_high) == (0.62, 1.6)  # wider than the goodput range (0.83-1.11), which it holds
     assert est.mfu.low == pytest.approx(expected * t_low)
     assert est.mfu.high == pytest.approx(expected * t_high)
     # more GPUs of the measured kind are elsewhere too: across nodes the scale-out term moves the figure
@@ -103,23 +103,20 @@ def test_weighted_quantile():
     assert calibration.weighted_quantile([1.0, 2.0], [1, 3], 0.5) == 2.0
 
 
-@pytest.fixture(scope="module")
-def held_out():
-    return calibration.leave_one_organisation_out(calibration.cases())
-
-
-def test_a_measurement_earns_its_place_out_of_sample(held_out):
-    """Out of sample (each run predicted from one other run of its team, the band from the other organisations):
-    59 % within 0.8-1.25x and 88 % inside the x0.61-1.63 band, against 56 % within a x5.1 range for a user who says
+def test_a_measurement_earns_its_place_out_of_sample(shipped_held_out):
+    """Out of sample (each run predicted from one other run of its team, constants and band from the other
+    organisations, as shipped: ``calibration.cross_validated``): 59 % within 0.8-1.25x and 89 % inside the band
+    (shipped: x0.62-1.60, the 5-95 % spread of the out-of-sample transfers; round 17's x0.61-1.63, in-sample and
+    widened 13 %, held 88 %), against 56 % within a x5.1 range for a user who says
     nothing (the default class; round 11's 45 %, before round 12's constants put typical at 0.9 of tuned; x5.7 until
-    round 14 counted Motif 2.6B's attention): a range about 0.53 as wide at a coverage still above 85 %. For the
+    round 14 counted Motif 2.6B's attention): a range about half as wide at a coverage still above 85 %. For the
     typical teams, whose class says least, 62 % within against 44 % with their stack class, every run inside both
     ranges (round 17's 107 runs: Nemotron-3 8B gives NVIDIA's Nemotron-4 15B a teammate)."""
-    cases, fits = [h.case for h in held_out], [h.fit for h in held_out]
+    cases, fits = [h.case for h in shipped_held_out], [h.fit for h in shipped_held_out]
     t = calibration.evaluate_transfers(cases, fits)
     assert (t.runs, t.organisations, t.pairs) == (85, 18, 444)
     assert t.within_band == pytest.approx(0.592, abs=0.005)
-    assert t.inside_range >= 0.85
+    assert t.inside_range == pytest.approx(0.889, abs=0.001)
     teamed = [k for k, mates in enumerate(calibration.same_team(cases)) if mates]
     silent = calibration.evaluate([cases[k] for k in teamed], [fits[k] for k in teamed], mfu_model.DEFAULT_STACK)
     assert silent.within_band == pytest.approx(48 / 85)
@@ -161,3 +158,10 @@ def test_plan_prices_every_option_from_the_measurement():
     for option in one_node:
         assert option["wall_hours"]["expected"] == pytest.approx(hours)
         assert option["wall_hours"]["low"] == pytest.approx(hours * 0.9 / 1.0)
+
+
+def test_runs_without_a_teammate_give_no_transfer_figures():
+    """bench/calibration.py --quick judges a subset of the organisations: a class there may have no teammates."""
+    one = calibration.cases()[:1]
+    t = calibration.evaluate_transfers(one, [FIT])
+    assert (t.runs, t.pairs, t.within_band, t.inside_range) == (0, 0, 0.0, 0.0)
