@@ -488,3 +488,20 @@ def test_pair_weights_earn_their_place_out_of_sample(data, held_out):
     assert search(data, pairs=False).basic == 0.45 and FIT.basic == 0.3
     judged = [((calibration.LOSS_CAP, False), old), ((calibration.LOSS_CAP, True), shipped)]
     assert calibration.best_loss(judged) == (calibration.LOSS_CAP, calibration.LOSS_PAIRS)
+
+
+def test_the_cross_validation_of_the_ranges_never_lets_an_organisation_see_itself(data):
+    """``cross_validated`` on five organisations: making one organisation's runs ten times slower must not move the
+    constants or the ranges that predict it (they come from the others and the others' own cross-validation), and
+    must move the ranges of the others, which read its out-of-sample residuals."""
+    kept = list(dict.fromkeys(c.organisation for c in data))[:5]
+    small = [c for c in data if c.organisation in kept]
+    slowed = [dataclasses.replace(c, published_gpu_hours=c.published_gpu_hours * 10) if c.organisation == kept[1] else c
+              for c in small]  # fmt: skip
+    before = calibration.cross_validated(small)
+    after = calibration.cross_validated(slowed)
+    for b, a in zip(before, after, strict=True):
+        if b.case.organisation == kept[1]:
+            assert a.fit == b.fit
+    others = [(b.fit, a.fit) for b, a in zip(before, after, strict=True) if b.case.organisation != kept[1]]
+    assert any(b.bands != a.bands for b, a in others)
