@@ -137,9 +137,36 @@ def precision_note(gpu: GpuSpec, precision: str) -> str | None:
     return f"{gpu.name} has no bf16 tensor cores: the job runs in fp16 mixed precision (loss scaling), at its fp16 peak"
 
 
+def mfu_source(est: Estimate) -> str:
+    """Where the MFU figures come from: the user's --mfu, the user's --measured, or the calibrated model."""
+    if "override" in est.factors:
+        return f"given: --mfu {est.factors['override']:g}, not the calibrated model"
+    if est.job.measured is not None:
+        return f"your measurement, {est.job.measured} (--measured), carried to this GPU and count by the model's terms"
+    return "calibrated on published whole training runs (optimizer/data/calibration_runs.csv)"
+
+
+def range_means(est: Estimate) -> str:
+    """What low and high stand for, so that a range is read as what it claims (README, *What the estimates
+    assume*): a single figure under --mfu; the goodput's and the teammate transfers' spread under --measured; else
+    the stack class's 90 % range, read off the calibration runs' out-of-sample errors (round 18 of issue 14)."""
+    if "override" in est.factors:
+        return "none: --mfu gives one MFU, so low = expected = high"
+    if est.job.measured is not None:
+        return (
+            "on the measured GPUs and count the goodput's range, elsewhere a 90 % range of a team's run predicted from "
+            "another of its runs; low = fastest plausible outcome"
+        )
+    return (
+        f"a 90 % range for a {est.job.stack} team (the 5-95 % spread of the calibration runs' out-of-sample errors); "
+        "low = fastest plausible outcome"
+    )
+
+
 def assumptions(est: Estimate) -> dict[str, Any]:
     job = est.job
-    basis = mfu_model.speed_basis(est.gpu)
+    given = "override" in est.factors
+    basis = "given" if given else mfu_model.speed_basis(est.gpu)
     return {
         "method": job.method,
         "precision": job.precision,
@@ -154,9 +181,11 @@ def assumptions(est: Estimate) -> dict[str, Any]:
         "micro_batch": job.micro_batch,
         "activation_checkpointing": job.checkpointing,
         "recompute": job.recompute,
-        "stack": job.team,
+        "stack": None if given else job.team,
         "stack_means": (
-            mfu_model.STACKS[job.stack]
+            "no stack class: the MFU is given (--mfu)"
+            if given
+            else mfu_model.STACKS[job.stack]
             if job.measured is None
             else f"your measurement, {job.measured}, carried to this GPU and count by the model (--measured)"
         ),
@@ -164,10 +193,13 @@ def assumptions(est: Estimate) -> dict[str, Any]:
         "inter_node_fabric": est.fabric,
         "intra_node": est.gpu.intra_node,
         "mfu_factors": est.factors,
-        "mfu_basis": "calibrated on published whole training runs (optimizer/data/calibration_runs.csv)",
+        "mfu_basis": mfu_source(est),
+        "range_means": range_means(est),
         "speed_basis": basis,
         "speed_basis_means": (
-            f"published whole runs on {est.gpu.architecture} GPUs are in the calibration"
+            "your --mfu of the GPU's datasheet peak"
+            if given
+            else f"published whole runs on {est.gpu.architecture} GPUs are in the calibration"
             if basis == "calibrated"
             else f"no published whole run on {est.gpu.architecture} GPUs: extrapolated from the datasheet"
             + (" and a stated ROCm factor" if mfu_model.amd_factor(est.gpu) is not None else "")

@@ -482,7 +482,7 @@ class _Builder:
             "listings": market.count if market is not None else available,
             "hazard_source": hazard_source,
             "fabric": fabric,
-            "speed_basis": speed_basis(gpu),
+            "speed_basis": "given" if self.mfu_override is not None else speed_basis(gpu),
         }
         # the times of each count: the same for every offer of this GPU shape, pricing kind and hazard
         key = (gpu.name, per_instance, fabric, interruptible, hazard, tuple(counts))

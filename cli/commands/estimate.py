@@ -11,7 +11,7 @@ from cli.options import ExactOption, FormatOption
 from cli.output import Format
 
 if TYPE_CHECKING:
-    from optimizer.estimate import Job
+    from optimizer.estimate import Estimate, Job
 
 ModelOption = Annotated[
     str,
@@ -132,7 +132,7 @@ def estimate_command(
     """Training FLOPs, realized MFU, GPU-hours and wall time (low / expected / high), and memory fit."""
     from cli.options import either
     from cli.output import Column, print_table, say, to_rounded_json
-    from optimizer.estimate import estimate, precision_note
+    from optimizer.estimate import estimate, precision_note, range_means
     from optimizer.units import human_count, human_hours
     from warehouse.gpus import catalog
 
@@ -179,8 +179,8 @@ def estimate_command(
     used = est.gpu.precision_used(job.precision)
     say(
         f"assumes: {job.method} training, {used}{' mixed precision' if used != job.precision else ''}, "
-        f"ZeRO-3/FSDP sharding, {_layout(gpus, est.gpus_per_node, fabric)}, {_team(job)}, {sequence_note(job)}; "
-        "low = fastest plausible outcome",
+        f"ZeRO-3/FSDP sharding, {_layout(gpus, est.gpus_per_node, fabric)}, {_team(est)}, {sequence_note(job)}; "
+        f"range: {range_means(est)}",
         indent="  ",
     )
     why = precision_note(est.gpu, job.precision)
@@ -195,13 +195,19 @@ def estimate_command(
             indent="  ",
         )
         return
+    if "override" in est.factors:
+        say(f"MFU: {est.factors['override']:.1%} as given (--mfu), not the calibrated model", indent="  ")
+        return
     say(
         "MFU: calibrated on published whole training runs (see README, `python bench/calibration.py`); --mfu overrides",
         indent="  ",
     )
 
 
-def _team(job: Job) -> str:
+def _team(est: Estimate) -> str:
+    job = est.job
+    if "override" in est.factors:
+        return f"the MFU you gave (--mfu {est.factors['override']:g}: no stack class)"
     if job.measured is None:
         return f"a {job.stack} stack (--stack)"
     return f"your stack as measured, {job.measured} (--measured)"

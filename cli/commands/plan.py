@@ -198,8 +198,9 @@ def plan_command(
         "flops": flops,
         "method": job.method,
         "precision": job.precision,
-        "stack": job.team,
+        "stack": job.team if mfu is None else None,  # --mfu: no stack class applies
         "measured": str(job.measured) if job.measured is not None else None,
+        "mfu": mfu,
     }
     if format is Format.json:
         options = [
@@ -290,6 +291,11 @@ def _print_human(
             f"speed: your measured {info['measured']} (--measured), carried to each GPU and count by the model's "
             "terms; no stack class"
         )
+    if info["mfu"] is not None:
+        say(
+            f"speed: {info['mfu']:.1%} MFU as given (--mfu) on every GPU, of its datasheet peak; not the calibrated "
+            "model: no stack class, no range"
+        )
     origins = {r["data_origin"] for r in rows if r["data_origin"] in ORIGIN_MARKS}
     legend = {
         "derived": "\u2020 derived: published prices written into the provider's format",
@@ -300,7 +306,9 @@ def _print_human(
     footer = [
         f"* = Pareto front: no option is both cheaper and faster. Options slower than {horizon_days:g} days come last"
         + (f" ({slow} of these: the last {slow})." if slow else "."),
-        band_line(rows, "goodput and same-team transfer band: --measured" if info["measured"] else None),
+        band_line(rows, "goodput and same-team transfer band: --measured" if info["measured"] else None)
+        if info["mfu"] is None
+        else "",
         speed_line(rows),
         _precision_line(rows, info["precision"]),
         "age: since the source's own time (AWS offer-file publication, a recording's declared vintage, else when "
@@ -322,7 +330,7 @@ def _print_human(
         for d in plan.dropped[:200]:
             print(f"  {d['offer']}: {d['reason']}")
     if explain:
-        _explain(job, wide)
+        _explain(job, wide, info["mfu"])
 
 
 def _precision_line(rows: list[dict[str, Any]], precision: str) -> str:
@@ -357,8 +365,9 @@ def _stale_line(stale: list[dict[str, Any]]) -> str:
     )
 
 
-def _explain(job, wide: bool = False) -> None:
-    """Every assumption the plan rests on, one row each: what, the value used, and where it comes from."""
+def _explain(job, wide: bool = False, mfu_given: float | None = None) -> None:
+    """Every assumption the plan rests on, one row each: what, the value used, and where it comes from. With
+    ``mfu_given`` (--mfu) the model's factors are not used and are not listed."""
     from cli.output import Column, print_table
     from optimizer import defaults, measured, memory, mfu
     from warehouse import spot_buckets
@@ -470,6 +479,12 @@ def _explain(job, wide: bool = False) -> None:
     ]
     for label, a in (("horizon", defaults.HORIZON_DAYS), ("stale after", defaults.STALE_DAYS)):
         rows.append((label, f"{a.value:g} {a.unit}", a.source))
+    if mfu_given is not None:  # the model's factors, band and ceiling do not apply: one row says what does
+        model_rows = ("realized MFU", "  x ", "MFU band", "MFU ceiling")
+        first = next(k for k, r in enumerate(rows) if r[0].startswith(model_rows))
+        rows = [r for r in rows if not r[0].startswith(model_rows)]
+        given = ("realized MFU", f"{mfu_given:g} on every GPU, of its datasheet peak", "given: --mfu (no range)")
+        rows.insert(first, given)
     print()
     print_table(
         [list(r) for r in rows],

@@ -105,6 +105,26 @@ def test_a_wall_time_resting_on_a_datasheet_is_marked_at_100_columns(env):
     assert calibrated.returncode == 0 and "\u00a7" not in calibrated.stdout
 
 
+def test_a_plan_on_a_given_mfu_says_so_and_claims_no_range_or_extrapolation(env):
+    """With --mfu every GPU runs at that share of its datasheet peak: the plan used to mark MI300X rows "speed
+    extrapolated ... a guessed ROCm factor" (a factor --mfu does not apply), print "x1.00 to x1.00 (the calibrated
+    MFU band)", list the model's fitted factors under --explain and put "stack": "typical" in its JSON."""
+    base = ("plan", "--model", "8B", "--tokens", "100B", "--mfu", "0.4")
+    data = json.loads(run(*base, "-f", "json", "--top", "15", env=env).stdout)
+    assert (data["job"]["mfu"], data["job"]["stack"]) == (0.4, None)
+    assert {o["speed_basis"] for o in data["options"]} == {"given"}
+    assert "MI300X" in {o["gpu"] for o in data["options"]}  # the GPU the mark used to be wrong on
+    out = run(*base, "--explain", env=env)
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    assert "speed: 40.0% MFU as given (--mfu) on every GPU, of its datasheet peak" in text
+    assert "\u00a7" not in out.stdout and "range: wall time" not in text and "MFU band" not in text
+    assert "0.4 on every GPU, of its" in text and "given: --mfu (no range)" in text
+    assert "x bandwidth per FLOP" not in text
+    plain = " ".join(run("plan", "--model", "8B", "--tokens", "100B", "--explain", env=env).stdout.split())
+    assert "MFU band" in plain and "x bandwidth per FLOP" in plain and "given: --mfu" not in plain
+
+
 def test_wide_shows_every_column_whatever_the_width(env):
     out = run("plan", "--model", "8B", "--tokens", "100B", "--top", "3", "--wide", env=env)
     assert out.returncode == 0, out.stderr

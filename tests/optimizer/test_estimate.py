@@ -16,7 +16,7 @@ from optimizer.estimate import Job, estimate
 from optimizer.memory import memory_fit
 from optimizer.models import ASSUMED_SEQ_LEN, PRESETS, check_shape, resolve_model
 from optimizer.units import parse_count, parse_duration_hours
-from tests.conftest import SHARED
+from tests.conftest import SHARED, run_costopt
 from warehouse.errors import UsageError
 from warehouse.gpus import catalog
 
@@ -341,3 +341,30 @@ def test_cli_does_not_fit_is_exit_0_and_bad_input_is_one_line_exit_2():
         out = run_cli("estimate", *[x for kv in args.items() for x in kv])
         assert out.returncode == 2, (bad, out.stderr)
         assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "basis", "range_starts"),
+    [
+        ((), "calibrated on published whole training runs", "a 90 % range for a typical team"),
+        (("--stack", "tuned"), "calibrated on published whole training runs", "a 90 % range for a tuned team"),
+        (("--mfu", "0.4"), "given: --mfu 0.4, not the calibrated model", "none: --mfu gives one MFU"),
+        (("--measured", "3100@8xA100-80GB"), "your measurement, 3,100 tokens/s", "on the measured GPUs and count"),
+    ],
+)
+def test_the_answer_says_where_its_mfu_and_its_range_come_from(extra, basis, range_starts):
+    """An --mfu answer used to be labelled "calibrated on published whole training runs", and no answer said what
+    its range claims; the JSON says both, and the table's assumes: line says what the range is."""
+    base = ("estimate", "--model", "8B", "--tokens", "100B", "--gpu", "A100", "--gpus", "8")
+    out = run_costopt(*base, *extra, "-f", "json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["assumptions"]["mfu_basis"].startswith(basis)
+    assert data["assumptions"]["range_means"].startswith(range_starts)
+    if extra[:1] == ("--mfu",):
+        assert data["mfu"] == {"low": 0.4, "expected": 0.4, "high": 0.4}
+    table = run_costopt(*base, *extra)
+    assert table.returncode == 0, table.stderr
+    flat = " ".join(table.stdout.split())
+    assert f"range: {range_starts}" in flat
+    assert ("MFU: 40.0% as given (--mfu), not the calibrated model" in flat) == (extra[:1] == ("--mfu",))
