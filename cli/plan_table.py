@@ -97,6 +97,9 @@ def speed_line(rows: list[dict[str, Any]]) -> str:
     )
 
 
+CALIBRATED_RANGE = "a 90 % range, from the calibration runs' out-of-sample errors"
+
+
 def band_line(rows: list[dict[str, Any]], basis: str | None = None) -> str:
     """The ranges as multiples of the expected figure, said once for the rows shown."""
     lows = [r["wall_low"] / r["wall_expected"] for r in rows if r["wall_expected"]]
@@ -110,7 +113,7 @@ def band_line(rows: list[dict[str, Any]], basis: str | None = None) -> str:
 
     return (
         f"range: wall time and cost run from {span(lows)} (fastest plausible) to {span(highs)} (slowest plausible) "
-        f"of the expected figure ({basis or 'the calibrated MFU band'})"
+        f"of the expected figure ({basis or CALIBRATED_RANGE})"
     )
 
 
