@@ -196,14 +196,17 @@ def _ctrl_c_in_a_callback(unraisable: Any) -> None:
     Python runs the SIGINT handler at the next bytecode of the main thread, and when that is inside a garbage
     collector's callback the ``KeyboardInterrupt`` is "ignored": printed with its traceback, and the command goes on
     as if no Ctrl-C had come (seen in tests/cli/test_failures under load: a refresh interrupted 0.7 s in).
-    A thread interrupts the main one again 50 ms later, by when the callback has returned. Any other such error
-    keeps Python's own report.
+    A thread sends SIGINT to the main thread again 50 ms later, by when the callback has returned: a real signal,
+    so that a blocking call (a sleep, a socket read, a DuckDB query through the Ctrl-C watcher) is woken as by
+    the first one (``_thread.interrupt_main`` only sets the flag, and a sleep would run to its end). Any other such
+    error keeps Python's own report.
     """
     if isinstance(unraisable.exc_value, KeyboardInterrupt):
-        import _thread
         import threading
 
-        threading.Timer(0.05, _thread.interrupt_main).start()
+        main = threading.main_thread().ident
+        if main is not None:
+            threading.Timer(0.05, signal.pthread_kill, (main, signal.SIGINT)).start()
         return
     sys.__unraisablehook__(unraisable)
 
