@@ -454,7 +454,7 @@ def with_bands(fit: Fit, data: Sequence[Case], *, per_class: bool = True, margin
         bands = ((default, *wide), *((s, *wide) for s in thin))
         return dataclasses.replace(fit, band_low=low, band_high=high, bands=bands)
     fit = class_bands(fit, data, own, as_default, functools.partial(band_for, margin=margin))
-    return dataclasses.replace(fit, measured_band=transfer_band(data, fit))
+    return dataclasses.replace(fit, measured_band=transfer_band(data, [fit] * len(data), BAND_QUANTILES, margin))
 
 
 def class_bands(
@@ -536,15 +536,13 @@ def weighted_quantile(values: Sequence[float], weights: Sequence[float], q: floa
 
 
 def transfer_band(
-    data: Sequence[Case],
-    fit: Fit | Sequence[Fit],
-    quantiles: tuple[float, float] = BAND_QUANTILES,
-    margin: float = BAND_MARGIN,
+    data: Sequence[Case], fits: Sequence[Fit], quantiles: tuple[float, float], margin: float
 ) -> tuple[float, float] | None:
-    """``Fit.measured_band``: the same-team transfers' spread, widened by ``margin``. In sample (one ``fit`` for
-    every run): the quick folds' (``with_bands``). Out of sample (each run's own fold fit, ``CV_BAND_QUANTILES``, no
-    margin): the shipped one (``cross_validated_bands``)."""
-    pairs = transfer_log_ratios(data, [fit] * len(data) if isinstance(fit, Fit) else fit)
+    """``Fit.measured_band``: the same-team transfers' spread, widened by ``margin``; ``fits[k]`` predicts
+    ``data[k]``. In sample (one fit for every run, BAND_QUANTILES, BAND_MARGIN): the quick folds' (``with_bands``).
+    Out of sample (each run's fold fit, ``CV_BAND_QUANTILES``, no margin): the shipped one
+    (``cross_validated_bands``)."""
+    pairs = transfer_log_ratios(data, fits)
     if not pairs:
         return None
     values, weights = [x for _, x, _ in pairs], [w for _, _, w in pairs]
