@@ -104,6 +104,11 @@ class Estimate:
     memory: MemoryFit
     factors: dict[str, float] = field(default_factory=dict)
 
+    @property
+    def given_mfu(self) -> float | None:
+        """The MFU the user gave (--mfu), or None when the model or --measured set it."""
+        return self.factors.get("override")
+
     def as_dict(self) -> dict[str, Any]:
         model = self.job.model
         return {
@@ -139,8 +144,8 @@ def precision_note(gpu: GpuSpec, precision: str) -> str | None:
 
 def mfu_source(est: Estimate) -> str:
     """Where the MFU figures come from: the user's --mfu, the user's --measured, or the calibrated model."""
-    if "override" in est.factors:
-        return f"given: --mfu {est.factors['override']:g}, not the calibrated model"
+    if est.given_mfu is not None:
+        return f"given: --mfu {est.given_mfu:g}, not the calibrated model"
     if est.job.measured is not None:
         return f"your measurement, {est.job.measured} (--measured), carried to this GPU and count by the model's terms"
     return "calibrated on published whole training runs (optimizer/data/calibration_runs.csv)"
@@ -150,7 +155,7 @@ def range_means(est: Estimate) -> str:
     """What low and high stand for, so that a range is read as what it claims (README, *What the estimates
     assume*): a single figure under --mfu; the goodput's and the teammate transfers' spread under --measured; else
     the stack class's 90 % range, read off the calibration runs' out-of-sample errors (round 18 of issue 14)."""
-    if "override" in est.factors:
+    if est.given_mfu is not None:
         return "none: --mfu gives one MFU, so low = expected = high"
     if est.job.measured is not None:
         return (
@@ -165,7 +170,7 @@ def range_means(est: Estimate) -> str:
 
 def assumptions(est: Estimate) -> dict[str, Any]:
     job = est.job
-    given = "override" in est.factors
+    given = est.given_mfu is not None
     basis = "given" if given else mfu_model.speed_basis(est.gpu)
     return {
         "method": job.method,

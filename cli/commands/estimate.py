@@ -195,8 +195,8 @@ def estimate_command(
             indent="  ",
         )
         return
-    if "override" in est.factors:
-        say(f"MFU: {est.factors['override']:.1%} as given (--mfu), not the calibrated model", indent="  ")
+    if est.given_mfu is not None:
+        say(f"MFU: {est.given_mfu:.1%} as given (--mfu), not the calibrated model", indent="  ")
         return
     say(
         "MFU: calibrated on published whole training runs (see README, `python bench/calibration.py`); --mfu overrides",
@@ -206,8 +206,8 @@ def estimate_command(
 
 def _team(est: Estimate) -> str:
     job = est.job
-    if "override" in est.factors:
-        return f"the MFU you gave (--mfu {est.factors['override']:g}: no stack class)"
+    if est.given_mfu is not None:
+        return f"the MFU you gave (--mfu {est.given_mfu:g}: no stack class)"
     if job.measured is None:
         return f"a {job.stack} stack (--stack)"
     return f"your stack as measured, {job.measured} (--measured)"

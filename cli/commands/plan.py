@@ -400,12 +400,8 @@ def _explain(job, wide: bool = False, mfu_given: float | None = None) -> None:
             "stated; a run predicted from another run of its team: 5-95 % of the calibration's out-of-sample errors",
         )
     attention = f" + attention 12.L.d.S per token, {sequence_note(job)}"
-    rows: list[tuple[str, str, str]] = [
-        (
-            "FLOPs",
-            f"6 x N_active x D{attention}",
-            "PaLM (Chowdhery et al. 2022); an untied input embedding is a lookup, left out (presets)",
-        ),
+    # the model's MFU: its factors, band and ceiling; under --mfu none applies, and one row says what does
+    model: list[tuple[str, str, str]] = [
         ("realized MFU, base", f"{fit.base:g} on A100-80GB nodes", "fitted on published whole runs"),
         ("  x bandwidth per FLOP", f"(GB/s per TFLOPS / A100's)^{fit.bandwidth_exponent:g}", "fitted"),
         team,
@@ -426,6 +422,16 @@ def _explain(job, wide: bool = False, mfu_given: float | None = None) -> None:
         ("  x AMD", ", ".join(f"{k} x{v:g}" for k, v in mfu.AMD_FACTOR.items()), "stated (mfu.py docstring)"),
         band,
         ("MFU ceiling", f"{mfu.MFU_CEILING:g}", "no published whole run sustained more"),
+    ]
+    if mfu_given is not None:
+        model = [("realized MFU", f"{mfu_given:g} on every GPU, of its datasheet peak", "given: --mfu (no range)")]
+    rows: list[tuple[str, str, str]] = [
+        (
+            "FLOPs",
+            f"6 x N_active x D{attention}",
+            "PaLM (Chowdhery et al. 2022); an untied input embedding is a lookup, left out (presets)",
+        ),
+        *model,
         ("precision", f"{job.precision}; bf16 runs as fp16 on V100/T4", "GPU table: fp16_tflops, bf16_tflops"),
         ("FP8 speed-up over BF16", f"x{mfu.FP8_GAIN:g}", "stated: whole FP8 runs (round 4); benchmarks 1.28-1.42"),
         (
@@ -479,12 +485,6 @@ def _explain(job, wide: bool = False, mfu_given: float | None = None) -> None:
     ]
     for label, a in (("horizon", defaults.HORIZON_DAYS), ("stale after", defaults.STALE_DAYS)):
         rows.append((label, f"{a.value:g} {a.unit}", a.source))
-    if mfu_given is not None:  # the model's factors, band and ceiling do not apply: one row says what does
-        model_rows = ("realized MFU", "  x ", "MFU band", "MFU ceiling")
-        first = next(k for k, r in enumerate(rows) if r[0].startswith(model_rows))
-        rows = [r for r in rows if not r[0].startswith(model_rows)]
-        given = ("realized MFU", f"{mfu_given:g} on every GPU, of its datasheet peak", "given: --mfu (no range)")
-        rows.insert(first, given)
     print()
     print_table(
         [list(r) for r in rows],
