@@ -294,7 +294,8 @@ def test_an_unknown_region_lists_the_known_ones(env, args):
 def test_an_unknown_gpu_lists_the_known_ones(env, args):
     out = run(*args, env=env)
     assert out.returncode == 2 and out.stderr.count("\n") == 1
-    assert out.stderr.startswith("costopt: error: unknown GPU 'H1000'; known GPUs: V100-16GB, V100-32GB, T4,")
+    known = "V100-16GB, V100-32GB, V100-PCIe-16GB, V100-PCIe-32GB, T4,"
+    assert out.stderr.startswith(f"costopt: error: unknown GPU 'H1000'; known GPUs: {known}")
 
 
 def test_names_match_without_regard_to_case(env):

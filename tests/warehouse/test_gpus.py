@@ -69,15 +69,23 @@ def test_columns_are_the_documented_ones():
         ("NVIDIA RTX 6000 Ada Generation", "RTX-6000-Ada"),
         ("NVIDIA GH200 480GB", "GH200"),
         ("AMD Instinct MI250X", "MI250X"),
+        # the PCIe cards are their own rows (PCIe, lower clocks and power), never their SXM cousins
+        ("Tesla V100-PCIE-32GB", "V100-PCIe-32GB"),
+        ("Tesla V100-PCIE-16GB", "V100-PCIe-16GB"),
+        ("NVIDIA A100-PCIE-40GB", "A100-40GB-PCIe"),
+        ("NVIDIA A30", "A30"),
+        ("AMD Instinct MI210", "MI210"),
     ],
 )
 def test_aliases_resolve(spelling, canonical):
     assert catalog().resolve(spelling).name == canonical
 
 
-@pytest.mark.parametrize("other_device", ["Tesla V100-PCIE-32GB", "NVIDIA A100-PCIE-40GB", "NVIDIA"])
+@pytest.mark.parametrize(
+    "other_device", ["Tesla P100-PCIE-16GB", "NVIDIA Quadro RTX 8000", "AMD Instinct MI100", "NVIDIA"]
+)
 def test_brand_words_do_not_make_a_device_the_table_lacks_resolve(other_device):
-    # the PCIe V100 and the 40 GB PCIe A100 are other devices (PCIe, lower clocks): not silently an SXM row
+    # devices the table does not hold stay errors: a P100 is not its V100 successor, a Quadro not an RTX card
     with pytest.raises(UnknownGpu):
         catalog().resolve(other_device)
 
@@ -115,7 +123,7 @@ def test_volta_and_turing_have_fp16_tensor_cores_and_no_bf16():
         assert (spec.bf16_tflops, spec.fp16_tflops, spec.tensor16_tflops) == (None, fp16, fp16)
         assert (spec.precision_used("bf16"), spec.precision_used("fp16")) == ("fp16", "fp16")
     without_bf16 = {s.name for s in gpus.specs if s.bf16_tflops is None}
-    assert without_bf16 == {"V100-16GB", "V100-32GB", "T4"}
+    assert without_bf16 == {"V100-16GB", "V100-32GB", "V100-PCIe-16GB", "V100-PCIe-32GB", "T4"}
     assert gpus.resolve("A100-80GB").precision_used("bf16") == "bf16"
 
 
@@ -126,6 +134,13 @@ def test_known_datasheet_values():
     assert gpus.resolve("A100-80GB").fp8_tflops is None  # Ampere has no FP8
     assert gpus.resolve("RTX 4090").consumer and not gpus.resolve("H100").consumer
     assert gpus.resolve("MI300X").intra_node == "infinity_fabric"
+    # the PCIe cards differ from their SXM cousins in rate, power and links, not in memory
+    v100, v100_pcie = gpus.resolve("V100-16GB"), gpus.resolve("V100-PCIe-16GB")
+    assert (v100.fp16_tflops, v100.tdp_w, v100.intra_node) == (125, 300, "nvlink")
+    assert (v100_pcie.fp16_tflops, v100_pcie.tdp_w, v100_pcie.intra_node) == (112, 250, "pcie")
+    a100_pcie = gpus.resolve("A100-40GB-PCIe")
+    assert (a100_pcie.memory_gb, a100_pcie.bf16_tflops, a100_pcie.tdp_w, a100_pcie.intra_node) == (40, 312, 250, "pcie")
+    assert (gpus.resolve("A30").bf16_tflops, gpus.resolve("MI210").bf16_tflops) == (165, 181)
 
 
 @pytest.mark.skipif(not (SHARED / "gpu_specs.csv").exists(), reason="../shared not present")
