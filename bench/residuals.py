@@ -12,7 +12,7 @@ For each fact it prints the correlation and what a correction on that fact would
 way: a straight line through the other organisations' held-out errors against the fact, whose slope (not its mean: the
 model's overall level is not the fact's) is taken out of the held-out organisation's errors (a nested
 leave-one-organisation-out), and the runs then within 0.8-1.25x. A fact the model is missing shows as a
-correction that adds runs; one that adds none, or loses some, is noise in 107 runs however large its correlation.
+correction that adds runs; one that adds none, or loses some, is noise in 108 runs however large its correlation.
 """
 
 from __future__ import annotations
