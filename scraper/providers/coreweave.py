@@ -89,7 +89,7 @@ GPU_MODELS: dict[str, str | tuple[str, str]] = {
     "A100 80GB": "A100-80GB",
     "HGX A100 80GB": "A100-80GB",
     "A100 40GB": "A100-40GB",
-    "A100 PCIe": ("A100-80GB-PCIe", "A100-40GB"),
+    "A100 PCIe": ("A100-80GB-PCIe", "A100-40GB-PCIe"),
     "A100 80GB PCIe": "A100-80GB-PCIe",
     "L40S": "L40S",
     "L40": "L40",

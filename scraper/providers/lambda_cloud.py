@@ -51,6 +51,7 @@ GPU_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"h200", "H200"),
         (r"h100.*pcie", "H100-PCIe"),
         (r"h100", "H100-SXM"),
+        (r"a100.*pcie.*\b40\s*gb|a100.*\b40\s*gb.*pcie", "A100-40GB-PCIe"),
         (r"a100.*\b40\s*gb", "A100-40GB"),
         (r"a100.*pcie", "A100-80GB-PCIe"),
         (r"a100", "A100-80GB"),
@@ -67,8 +68,8 @@ def canonical_gpu(description: str, vram_gb: float | None = None) -> str | None:
         return None  # Quadro RTX 6000 (24 GB, Turing): not in the GPU table
     for pattern, gpu in GPU_PATTERNS:
         if pattern.search(text):
-            if gpu == "A100-80GB" and vram_gb is not None and vram_gb < 60:
-                return "A100-40GB"
+            if vram_gb is not None and vram_gb < 60 and gpu in ("A100-80GB", "A100-80GB-PCIe"):
+                return "A100-40GB" if gpu == "A100-80GB" else "A100-40GB-PCIe"
             return gpu
     return None
 

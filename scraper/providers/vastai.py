@@ -132,7 +132,7 @@ def _canonical_gpu(gpu_name: str, gpu_ram_mb: float | None) -> str | None:
     big = gpu_ram_mb >= A100_80GB_MIN_MB
     if upstream == "A100 SXM4":
         return "A100-80GB" if big else "A100-40GB"
-    return "A100-80GB-PCIe" if big else "A100-40GB"  # A100 PCIE; the 40 GB card has one canonical name
+    return "A100-80GB-PCIe" if big else "A100-40GB-PCIe"  # A100 PCIE
 
 
 _COUNTRY = re.compile(r"^[A-Z]{2}$")

@@ -42,7 +42,8 @@ def fetcher(client: httpx.AsyncClient) -> Fetcher:
         ("NVIDIA H100 PCIe", "H100-PCIe"),
         ("A100 (40 GB SXM4)", "A100-40GB"),
         ("A100 (80 GB SXM4)", "A100-80GB"),
-        ("NVIDIA A100 PCIe 40GB", "A100-40GB"),
+        ("NVIDIA A100 PCIe 40GB", "A100-40GB-PCIe"),
+        ("A100 (40 GB PCIe)", "A100-40GB-PCIe"),
         ("GH200 (96 GB)", "GH200"),
         ("B200 (180 GB SXM6)", "B200"),
         ("A10 (24 GB PCIe)", "A10"),
@@ -91,7 +92,7 @@ def test_page_prices_are_per_gpu_times_the_row_count():
     assert got["gpu_8x_b200"] == ("B200", 8, 53.52)  # $6.69 per GPU-hour on the page
     assert got["gpu_8x_h100_sxm"] == ("H100-SXM", 8, 31.92)
     assert got["gpu_1x_gh200"] == ("GH200", 1, 2.29)  # count from the "1x" row header
-    assert got["gpu_4x_a100_40gb"] == ("A100-40GB", 4, 7.96)
+    assert got["gpu_4x_a100_40gb_pcie"] == ("A100-40GB-PCIe", 4, 7.96)  # PCIe cards: not the SXM4 A100
     # the 1-Click Clusters table ($4.49 B200) comes first and is a reserved product: not read
     assert all(usd != 4.49 for _, _, usd in got.values())
     assert result.skipped == {"no price": 1, "unknown GPU": 1}  # H200 "Sold out", Quadro RTX 6000

@@ -36,9 +36,9 @@ CAPTURE = SHARED / "captures" / "vastai" / "bundles_offer_rtx4090_cli_raw_2024-0
 URL = "https://console.vast.ai/api/v0/bundles/"
 CANONICAL = {
     "V100-16GB", "V100-32GB", "T4", "A10", "A10G", "L4", "L40", "L40S", "A40", "A100-40GB", "A100-80GB",
-    "A100-80GB-PCIe", "H100-SXM", "H100-PCIe", "H100-NVL", "H800", "H200", "H200-NVL", "B200", "GB200", "GH200",
-    "MI300X", "MI325X", "RTX-3090", "RTX-4090", "RTX-5090", "RTX-A4000", "RTX-A5000", "RTX-A6000", "RTX-6000-Ada",
-    "RTX-PRO-6000",
+    "A100-80GB-PCIe", "A100-40GB-PCIe", "H100-SXM", "H100-PCIe", "H100-NVL", "H800", "H200", "H200-NVL", "B200",
+    "GB200", "GH200", "MI300X", "MI325X", "RTX-3090", "RTX-4090", "RTX-5090", "RTX-A4000", "RTX-A5000", "RTX-A6000",
+    "RTX-6000-Ada", "RTX-PRO-6000",
 }  # fmt: skip
 
 
@@ -191,7 +191,7 @@ def test_country_of(geolocation, country):
         ("A100 SXM4", 81920, "A100-80GB"),
         ("A100 SXM4", 40960, "A100-40GB"),
         ("A100 PCIE", 81920, "A100-80GB-PCIe"),
-        ("A100 PCIE", 40960, "A100-40GB"),
+        ("A100 PCIE", 40960, "A100-40GB-PCIe"),
         ("A100 SXM4", None, None),
         ("Tesla V100", 16160, "V100-16GB"),
         ("Tesla V100", 32768, "V100-32GB"),
@@ -222,6 +222,7 @@ def test_gpu_mapping(name, ram, canonical):
 
 def test_every_mapped_name_is_canonical():
     targets = {v for v in GPU_NAMES.values() if v} | {"A100-80GB", "A100-40GB", "A100-80GB-PCIe"}
+    targets |= {"A100-40GB-PCIe"}
     targets |= {"V100-16GB", "V100-32GB"}
     assert targets <= CANONICAL
 
