@@ -686,7 +686,7 @@ def cross_validated(
 
     ``leave_one_organisation_out`` gives its folds in-sample ranges (quick, and what the loss ranking compares);
     this is the figure to quote for the shipped ranges. It needs a search without every pair of organisations
-    (703 for 38 organisations): ``workers`` processes share them (``searcher`` must pickle: ``searcher_for``'s do).
+    (741 for 39 organisations): ``workers`` processes share them (``searcher`` must pickle: ``searcher_for``'s do).
     """
     organisations = list(dict.fromkeys(c.organisation for c in data))
     subsets = [frozenset((o,)) for o in organisations]
