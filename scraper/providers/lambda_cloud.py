@@ -51,8 +51,6 @@ GPU_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"h200", "H200"),
         (r"h100.*pcie", "H100-PCIe"),
         (r"h100", "H100-SXM"),
-        (r"a100.*pcie.*\b40\s*gb|a100.*\b40\s*gb.*pcie", "A100-40GB-PCIe"),
-        (r"a100.*\b40\s*gb", "A100-40GB"),
         (r"a100.*pcie", "A100-80GB-PCIe"),
         (r"a100", "A100-80GB"),
         (r"\ba6000|rtx a6000", "RTX-A6000"),
@@ -62,14 +60,22 @@ GPU_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 )
 
 
+# The smaller of the two A100s, SXM4 and PCIe: a description or a memory size under 60 GB says which.
+A100_40GB = {"A100-80GB": "A100-40GB", "A100-80GB-PCIe": "A100-40GB-PCIe"}
+
+
 def canonical_gpu(description: str, vram_gb: float | None = None) -> str | None:
+    """Canonical GPU for a Lambda description ("A100 (40 GB SXM4)", "NVIDIA A100 PCIe 40GB") or instance-type name;
+    ``vram_gb`` when the caller knows the memory, else the size the description states."""
     text = description.lower()
     if "quadro" in text or re.search(r"\brtx 6000\b", text):
         return None  # Quadro RTX 6000 (24 GB, Turing): not in the GPU table
+    if vram_gb is None and (stated := re.search(r"\b(\d+)\s*gb\b", text)):
+        vram_gb = float(stated.group(1))
     for pattern, gpu in GPU_PATTERNS:
         if pattern.search(text):
-            if vram_gb is not None and vram_gb < 60 and gpu in ("A100-80GB", "A100-80GB-PCIe"):
-                return "A100-40GB" if gpu == "A100-80GB" else "A100-40GB-PCIe"
+            if gpu in A100_40GB and vram_gb is not None and vram_gb < 60:
+                return A100_40GB[gpu]
             return gpu
     return None
 
