@@ -3,7 +3,7 @@
     python bench/residuals.py            # every run, leave-one-organisation-out (a few seconds)
     python bench/residuals.py --quick    # the same (CI runs every bench with --quick)
 
-Issue 14 asks for 75 % of runs within 0.8-1.25x out of sample; the model puts 64 % there. Before another cause is
+Issue 14 asks for 75 % of runs within 0.8-1.25x out of sample; the model puts 65 % there. Before another cause is
 added to the model, the misses should show it: this script takes each run's held-out error (log of predicted over
 published GPU-hours, by the constants searched without its organisation) and asks how far each published fact -- GPU
 family, GPU count, model size, sequence length, precision, how the publication counted the hours -- goes with it.
@@ -13,6 +13,8 @@ way: a straight line through the other organisations' held-out errors against th
 model's overall level is not the fact's) is taken out of the held-out organisation's errors (a nested
 leave-one-organisation-out), and the runs then within 0.8-1.25x. A fact the model is missing shows as a
 correction that adds runs; one that adds none, or loses some, is noise in 108 runs however large its correlation.
+Last, it prices one fact the residuals themselves pointed at (round 20): a software-era factor on the typical runs
+published before 2023, with the model searched again around it (``era_refit_within``; about 15 s).
 """
 
 from __future__ import annotations
@@ -43,6 +45,16 @@ def _seq_len(_c: Case, row: dict[str, str]) -> float | None:
     return float(row["seq_len"]) if row["seq_len"] else None
 
 
+# The typical-class runs whose publication predates 2023, by the date of the source each row cites: mGPT (arXiv
+# 2204.07580), ruGPT-3 XL (the ai-forever/ru-gpts README, 2020-21), YaLM 100B (the yandex/YaLM-100B README, June 2022),
+# CPM-1 (arXiv 2012.00413) and the FlashAttention paper's two Megatron-LM GPT-2 runs (arXiv 2205.14135). The other
+# typical runs were published in 2023 or later (BloombergGPT, arXiv 2303.17564, is the earliest). Round 20 of issue 14
+# found these six runs together at the slow end of the held-out errors, so the fact is named here to be measured, not
+# stated in advance: main() says what a factor on it would be worth, and the README why the model does not carry it.
+OLD_TYPICAL = frozenset({"64", "65", "70", "134", "154", "157"})
+ERA_FACTORS = (0.75, 0.6, 0.5, 0.4)  # MFU multipliers tried on OLD_TYPICAL: the software of a typical team before 2023
+
+
 FACTS = (
     Fact("GPU count (log2)", lambda c, _r: math.log2(c.gpus)),
     Fact("one node (1/0)", lambda c, _r: float(c.gpus <= c.gpus_per_node)),
@@ -57,6 +69,7 @@ FACTS = (
     Fact("AMD (1/0)", lambda _c, r: float(r["gpu"].startswith("MI"))),
     Fact("fp16 (1/0)", lambda _c, r: float(r["precision"] == "fp16")),
     Fact("hours from wall-clock days (1/0)", lambda _c, r: float(r["basis"].startswith("GPUs x days"))),
+    Fact("typical, published before 2023 (1/0)", lambda c, _r: float(c.id in OLD_TYPICAL)),
 )
 
 
@@ -102,6 +115,20 @@ def hindsight_within(held: Sequence[HeldOut], errors: Sequence[float]) -> int:
     return sum(best_shift_within(group) for group in by_class.values())
 
 
+def era_refit_within(factor: float) -> int:
+    """Runs within 0.8-1.25x, leave-one-organisation-out, if the model charged ``factor`` on the MFU of the
+    OLD_TYPICAL runs: their published hours scaled by it (the same thing, seen from the data) and every fold searched
+    again. The factor is chosen here with every run in view, so the best of ERA_FACTORS is an upper bound on what
+    such a term would be worth out of sample."""
+    data = []
+    for row in calibration.rows():
+        if row["id"] in OLD_TYPICAL:
+            row = {**row, "gpu_hours": str(float(row["gpu_hours"]) * factor)}
+        data.append(row)
+    held = calibration.leave_one_organisation_out(calibration.cases(data))
+    return sum(within(h.case.log_ratio(h.fit)) for h in held)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the same report (it takes seconds)")
@@ -117,13 +144,17 @@ def main() -> None:
     print(f"log error: sd {statistics.stdev(errors):.2f}; 75 % within needs about {needed:.2f}")
     bound = hindsight_within(held, errors)
     print(f"each stack class's multiplier set with hindsight on these errors: {bound} within ({bound / n:.0%})\n")
-    print(f"{'published fact':34} {'runs':>5} {'r':>6} {'within after a correction on it':>33}")
+    print(f"{'published fact':38} {'runs':>5} {'r':>6} {'within after a correction on it':>33}")
     for fact in FACTS:
         values = [fact.value(h.case, rows[h.case.id]) for h in held]
         pairs = [(v, e) for v, e in zip(values, errors, strict=True) if v is not None]
         r = statistics.correlation([v for v, _ in pairs], [e for _, e in pairs])
         after = corrected_within(held, errors, values)
-        print(f"{fact.name:34} {len(pairs):>5} {r:>+6.2f} {after:>14} ({after - base:+d})")
+        print(f"{fact.name:38} {len(pairs):>5} {r:>+6.2f} {after:>14} ({after - base:+d})")
+    print(f"\na factor on the {len(OLD_TYPICAL)} typical runs published before 2023, every fold searched again:")
+    for factor in ERA_FACTORS:
+        after = era_refit_within(factor)
+        print(f"  MFU x{factor}: {after} within ({after - base:+d})")
 
 
 if __name__ == "__main__":

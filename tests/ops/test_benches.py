@@ -58,3 +58,20 @@ def test_the_hindsight_bound_counts_the_most_one_shift_can_bring_within():
     assert residuals.best_shift_within([math.log(0.79), math.log(1.23)]) == 2  # 1.557 apart: one shift holds both
     assert residuals.best_shift_within([math.log(0.79), math.log(1.26)]) == 1  # 1.595 apart: no shift does
     assert residuals.best_shift_within([math.log(0.5), math.log(1.0)]) == 1
+
+
+def test_the_era_fact_names_the_typical_runs_published_before_2023():
+    """bench/residuals.py's software-era fact (round 20) is a set of ids: each must be an included `typical` run (a
+    renumbered or relabelled row would silently change what the README's figure measures), and a factor of 1 on
+    them must give back the plain cross-validation's count, so the refit measures the factor and nothing else."""
+    from optimizer import calibration
+
+    residuals = script_module(REPO / "bench" / "residuals.py", "residuals")
+    rows = {r["id"]: r for r in calibration.rows()}
+    assert len(residuals.OLD_TYPICAL) == 6
+    assert {rows[i]["stack"] for i in residuals.OLD_TYPICAL} == {"typical"}
+    assert {rows[i]["run"].split()[0] for i in residuals.OLD_TYPICAL} == {"mGPT", "ruGPT-3", "YaLM", "CPM-1", "GPT-2"}
+    held = calibration.leave_one_organisation_out(calibration.cases())
+    plain = sum(residuals.within(h.case.log_ratio(h.fit)) for h in held)
+    assert residuals.era_refit_within(1.0) == plain
+    assert residuals.era_refit_within(0.5) > plain  # the six runs sit at 0.29-0.60x: halving their MFU helps
