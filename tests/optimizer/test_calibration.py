@@ -74,89 +74,94 @@ def test_the_shipped_constants_are_what_the_search_picks(data, held_out):
 def test_the_shipped_ranges_cover_what_they_claim_out_of_sample(held_out, shipped_held_out):
     """The headline (README, bench/calibration.py): the whole procedure that ships, constants AND ranges,
     cross-validated by organisation. Each range claims 90 % (the 5-95 % span of out-of-sample residuals) and
-    holds 95 of 108 (88 %; round 18: 95 of 107); the median range is x2.31.
+    holds 97 of 110 (88 %; round 19: 95 of 108); the median range is x2.56 (round 19: x2.31; round 20's two MiniLLM
+    runs, tuned by the rule and 0.52x out of sample, moved the tuned class's lower edge from 0.58 to 0.52, and the
+    median run is a tuned one).
 
-    Issue 14's targets: >= 85 % inside, median range <= x2.5, median error <= 15 % and, with the default class for
-    every run, >= 85 % inside: met (88 %, 2.31, 14.2 %, 93 %). Within 0.8-1.25x (75 %) is not: 65 %, 70 of 108.
-    Rounds 1-17's ranges (in-sample 10-90 % spread, each edge widened 13 %) hold 97 at a median x2.56; read off the
-    in-sample residuals with no widening they hold only 82 (76 %, below the 80 % the span claims in sample).
+    Issue 14's targets: >= 85 % inside, median error <= 15 % and, with the default class for every run, >= 85 %
+    inside: met (88 %, 14.4 %, 93 %). Median range <= x2.5 is not since round 20 (x2.56), nor within 0.8-1.25x
+    (75 %): 64 %, 70 of 110. Rounds 1-17's ranges (in-sample 10-90 % spread, each edge widened 13 %) hold 97 at a
+    median x2.58; read off the in-sample residuals with no widening they hold only 85 (77 %, below the 80 % the
+    span claims in sample).
     """
     s = held_out_summary(shipped_held_out)
-    assert s.runs == 108
-    assert (round(s.within_band * s.runs), round(s.inside_range * s.runs)) == (70, 95)
-    assert s.median_width == pytest.approx(2.310, abs=0.001)
-    assert s.median_error == pytest.approx(0.142, abs=0.001)
+    assert s.runs == 110
+    assert (round(s.within_band * s.runs), round(s.inside_range * s.runs)) == (70, 97)
+    assert s.median_width == pytest.approx(2.558, abs=0.001)
+    assert s.median_error == pytest.approx(0.144, abs=0.001)
     default = held_out_summary(shipped_held_out, mfu_model.DEFAULT_STACK)
-    assert round(default.inside_range * s.runs) == 100
+    assert round(default.inside_range * s.runs) == 102
     old = held_out_summary(held_out)  # each fold with the in-sample ranges widened by BAND_MARGIN
-    assert (round(old.inside_range * old.runs), round(old.median_width, 2)) == (97, 2.56)
-    assert s.median_width < old.median_width - 0.2
+    assert (round(old.inside_range * old.runs), round(old.median_width, 2)) == (97, 2.58)
+    assert s.median_width < old.median_width
     assert [h.fit.base for h in shipped_held_out] == [h.fit.base for h in held_out]  # the same constants, per fold
 
 
 def test_a_range_read_off_in_sample_residuals_is_too_narrow_out_of_sample(data, held_out):
-    """Why the ranges are cross-validated: the in-sample 10-90 % spread, unwidened, holds 82 of 108 runs of
-    organisations held out (76 %); the search fits what it sees. Round 1 answered with a 13 % margin on each
+    """Why the ranges are cross-validated: the in-sample 10-90 % spread, unwidened, holds 85 of 110 runs of
+    organisations held out (77 %); the search fits what it sees. Round 1 answered with a 13 % margin on each
     edge, a judgement; the out-of-sample residuals measure it, per class."""
     organisations = {h.case.organisation: h.fit for h in held_out}
     others = {o: [c for c in data if c.organisation != o] for o in organisations}
     bare = {o: calibration.with_bands(f, others[o], margin=1.0) for o, f in organisations.items()}
     s = held_out_summary([HeldOut(h.case, bare[h.case.organisation]) for h in held_out])
-    assert round(s.inside_range * s.runs) == 82
+    assert round(s.inside_range * s.runs) == 85
 
 
 def test_in_sample_figures(data):
     """What bench/calibration.py prints for the shipped constants on every run (README, Calibration)."""
     s = evaluate(data, [FIT] * len(data))
-    assert len(data) == 108
-    assert round(s.within_band * 108) == 72
-    assert round(s.inside_range * 108) == 98
-    assert s.median_width == pytest.approx(2.293, abs=0.001)
-    assert s.median_error <= 0.145
+    assert len(data) == 110
+    assert round(s.within_band * 110) == 72
+    assert round(s.inside_range * 110) == 99
+    assert s.median_width == pytest.approx(2.558, abs=0.001)
+    assert s.median_error <= 0.15
     assert 0.9 <= s.median_ratio <= 1.1
 
 
 def test_leave_one_organisation_out_figures(held_out):
     """Each organisation predicted by constants chosen without any of its runs, each fold with the ranges its own
     runs show in sample, widened 13 % (BAND_MARGIN): the quick cross-validation every search variant and loss is
-    compared by, and rounds 1-17's headline (round 19's 108 runs: 65 % within, 90 % inside, x2.56, 14.2 %, default
-    90 %; round 17: 64 % within, 90 % inside, x2.53, 13.6 %, default 93 %; round 15: x2.55; round 12: x2.42). The
-    shipped ranges' figure is ``cross_validated``'s (the test above); the nested one, the loss chosen without the
-    held-out organisation too, is in the README.
+    compared by, and rounds 1-17's headline (round 20's 110 runs: 64 % within, 88 % inside, x2.58, 14.4 %, default
+    90 %; round 19's 108: 65 % within, 90 % inside, x2.56, 14.2 %, default 90 %; round 17: 64 % within, 90 %
+    inside, x2.53, 13.6 %, default 93 %; round 15: x2.55; round 12: x2.42). The shipped ranges' figure is
+    ``cross_validated``'s (the test above); the nested one, the loss chosen without the held-out organisation too,
+    is in the README.
     """
     s = held_out_summary(held_out)
     assert s.inside_range >= 0.85
-    assert s.median_width == pytest.approx(2.559, abs=0.001)
-    assert s.median_error == pytest.approx(0.142, abs=0.001)
+    assert s.median_width == pytest.approx(2.584, abs=0.001)
+    assert s.median_error == pytest.approx(0.144, abs=0.001)
     assert (round(s.within_band * s.runs), round(s.inside_range * s.runs)) == (70, 97)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
-    assert default.inside_range >= 0.85 and round(default.inside_range * s.runs) == 97
+    assert default.inside_range >= 0.85 and round(default.inside_range * s.runs) == 99
 
 
 def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
     """Rounds 2-5's loss, the plain mean |log error|, searched and cross-validated the same way: the slow typical
     teams pull the large-lab multiplier to 1.2 (the large-lab runs must make up for a slower base), and 18 runs fewer
-    land within 0.8-1.25x (52 of 108), two fewer inside the range (95 against 97), at a larger median error (23.0 %
-    against 14.2 %) and a wider median range (2.64 against 2.56). On round 19's 108 runs, with pair weights, the
-    1.5x cap puts 70 within, 1.3x (round 14's) 68, 1.8x (round 10's) 67 and 2x (round 11's) 65 (97, 97, 97 and 98
-    inside), so the rule (most within, then most inside, then the narrower range) picks 1.5x again (round 17's 107
-    runs: 69, 68, 67, 65); searched on every run 1.5x puts typical at 0.9 of tuned, 1.3x at 0.85."""
+    land within 0.8-1.25x (52 of 110), as many inside the range (97), at a larger median error (24.7 % against
+    14.4 %) and a wider median range (2.62 against 2.58). On round 20's 110 runs, with pair weights, the 1.5x cap
+    puts 70 within, 1.3x (round 14's) 68, 1.8x (round 10's) 65 and 2x (round 11's) 64 (97 inside each), so the
+    rule (most within, then most inside, then the narrower range) picks 1.5x again (round 19's 108 runs: 70, 68,
+    67, 65; round 17's 107: 69, 68, 67, 65); searched on every run 1.5x puts typical at 0.9 of tuned, 1.3x at
+    0.85."""
     uncapped = leave_one_organisation_out(data, searcher=calibration.searcher_for(None))
     old = held_out_summary(uncapped)
     shipped = held_out_summary(held_out)
     n = shipped.runs
     assert (round(old.within_band * n), round(shipped.within_band * n)) == (52, 70)
-    assert (round(old.inside_range * n), round(shipped.inside_range * n)) == (95, 97)
+    assert (round(old.inside_range * n), round(shipped.inside_range * n)) == (97, 97)
     assert shipped.median_error < old.median_error - 0.05
     plain = search(data, loss_cap=None)
     assert (plain.typical, plain.large_lab) == (0.85, 1.2) and (FIT.typical, FIT.large_lab) == (0.9, 1.0)
     assert search(data, loss_cap=1.3).typical == 0.85
     round_11 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(2.0)))
-    assert (round(round_11.within_band * n), round(round_11.inside_range * n)) == (65, 98)
+    assert (round(round_11.within_band * n), round(round_11.inside_range * n)) == (64, 97)
     round_14 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(1.3)))
     assert (round(round_14.within_band * n), round(round_14.inside_range * n)) == (68, 97)
     round_10 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(1.8)))
-    assert round(round_10.within_band * n) == 67
+    assert round(round_10.within_band * n) == 65
     judged = [(calibration.LOSS_CAP, shipped), (1.3, round_14), (1.8, round_10), (2.0, round_11), (None, old)]
     assert calibration.best_loss(judged) == calibration.LOSS_CAP == 1.5
 
@@ -178,10 +183,10 @@ def test_an_organisation_is_held_out_whole(data, held_out):
 
 
 def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
-    """Without classes (every run 'tuned') the same search puts fewer runs within 0.8-1.25x (67 against 70 of 108),
-    with a wider median range (2.64 against 2.56) and a larger median error (16.1 % against 14.2 %); it puts one more
-    inside its range (98 against 97). (Round 17's 107 runs: 66 against 69 within; round 11's 99 runs: 61 against 63
-    within, 19.9 % against 16.0 %.)"""
+    """Without classes (every run 'tuned') the same search puts fewer runs within 0.8-1.25x (67 against 70 of 110),
+    with a wider median range (2.72 against 2.58) and a larger median error (16.3 % against 14.4 %); it puts one more
+    inside its range (98 against 97). (Round 19's 108 runs: 67 against 70 within; round 17's 107 runs: 66 against
+    69 within; round 11's 99 runs: 61 against 63 within, 19.9 % against 16.0 %.)"""
     flat = dataclasses.replace(calibration.START, typical=1.0, basic=1.0)
     grid = {k: v for k, v in calibration.GRID.items() if k not in ("large_lab", "typical", "basic")}
     without = leave_one_organisation_out(data, searcher=lambda d: search(d, start=flat, grid=grid))
@@ -194,33 +199,36 @@ def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
 
 def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
     """Round 1's sharp knee, 1 / (1 + (T.G/N)^2) on every job, searched the same way, against compute / (compute +
-    sync) charged only across nodes. On round 19's 108 runs the knee puts as many runs within 0.8-1.25x (70) and one
-    fewer inside its range (96 against 97), at a median error as large (14.1 % against 14.2 %) and a narrower median
-    range (2.50 against 2.56); it puts more inside the default class's range (100 against 97). Before, it put fewer
-    within: round 17's 67 against 69 of 107, round 15's 68 against 69 of 106, round 14's 64 against 69 of 105, round
-    12's 66 against 70, 60 against 63 of round 11's 99, 56 against 63 of round 9's 94, 42 against 48 of round 4's 66.
-    The rule the search's other choices follow (most within, then most inside) keeps the stated form, by one run
-    inside this round: a form the data test, not a knob, and one they hardly tell apart on these runs."""
+    sync) charged only across nodes. On round 20's 110 runs the knee puts as many runs within 0.8-1.25x (70) and as
+    many inside its range (97), at the same median error (14.4 %) and a wider median range (2.61 against 2.58); it
+    puts more inside the default class's range (102 against 99). On round 19's 108 it put 70 within and one fewer
+    inside (96 against 97) at a narrower range (2.50 against 2.56). Before, it put fewer within: round 17's 67
+    against 69 of 107, round 15's 68 against 69 of 106, round 14's 64 against 69 of 105, round 12's 66 against 70,
+    60 against 63 of round 11's 99, 56 against 63 of round 9's 94, 42 against 48 of round 4's 66.
+    The rule the search's other choices follow (most within, then most inside, then the narrower range) keeps the
+    stated form, by its range this round (by one run inside in round 19): a form the data test, not a knob, and one
+    they hardly tell apart on these runs."""
     knee = dataclasses.replace(calibration.START, scale_out_exponent=2.0, scale_out_in_node=True)
     round_1 = leave_one_organisation_out(data, searcher=lambda d: search(d, start=knee))
     old = held_out_summary(round_1)
     shipped = held_out_summary(held_out)
     n = shipped.runs
     assert round(shipped.within_band * n) == 70 and round(old.within_band * n) == 70
-    assert round(shipped.inside_range * n) == 97 and round(old.inside_range * n) == 96
+    assert round(shipped.inside_range * n) == 97 and round(old.inside_range * n) == 97
+    assert shipped.median_width < old.median_width
     assert calibration.best_loss([("stated", shipped), ("knee", old)]) == "stated"
-    assert old.median_error == pytest.approx(0.141, abs=0.001)
+    assert old.median_error == pytest.approx(0.144, abs=0.001)
     old_default = held_out_summary(round_1, mfu_model.DEFAULT_STACK)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
-    assert (round(default.inside_range * n), round(old_default.inside_range * n)) == (97, 100)
+    assert (round(default.inside_range * n), round(old_default.inside_range * n)) == (99, 102)
 
 
 def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     """Round 4's search on the whole runs put the FP8 gain at 1.4, inside the published FP8/BF16 throughput ratios
     (torchtitan, OLMo-core, Megatron-LM with Transformer Engine: 1.28-1.42); round 5 states it there (two organisations'
     FP8 runs cannot set it in a fold that holds one out). The whole runs barely tell it from the round-1-3 value 1.3:
-    held there, the same search cross-validates to one run fewer within 0.8-1.25x (69 against 70 of 108), at a larger
-    median error (14.4 % against 14.2 %). Searched on round 4's grid it goes to 1.6,
+    held there, the same search cross-validates to one run fewer within 0.8-1.25x (69 against 70 of 110), at a larger
+    median error (14.7 % against 14.4 %). Searched on round 4's grid it goes to 1.6,
     outside every benchmark (bench/fit_mfu.py)."""
     low, high = mfu_model.FP8_BENCHMARKS
     assert low <= FIT.fp8_gain <= high and FIT.fp8_gain == mfu_model.FP8_GAIN == calibration.START.fp8_gain
@@ -230,7 +238,7 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     old = held_out_summary(stated)
     shipped = held_out_summary(held_out)
     assert (round(shipped.within_band * shipped.runs), round(old.within_band * old.runs)) == (70, 69)
-    assert (round(shipped.median_error, 3), round(old.median_error, 3)) == (0.142, 0.144)
+    assert (round(shipped.median_error, 3), round(old.median_error, 3)) == (0.144, 0.147)
     scout = next(c for c in data if c.name == "Llama 4 Scout")
     assert scout.mfu(FIT).factors["fp8"] == pytest.approx(FIT.fp8_gain * 989 / 1979)
 
@@ -238,7 +246,7 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
 def test_leaving_untied_input_embeddings_out_of_the_flops_earns_its_place(data, held_out):
     """Round 5's FLOP count (an untied input embedding is a lookup) against rounds 1-4's (every parameter in 6.N.D),
     each searched and cross-validated the same way: the lookup-free count predicts more runs within 0.8-1.25x (70
-    against 61 of 108) with a smaller median error (14.2 % against 18.7 %)."""
+    against 61 of 110) with a smaller median error (14.4 % against 18.8 %)."""
     old_cases = [calibration.whole_count(c) for c in data]
     assert sum(o.flops > c.flops for o, c in zip(old_cases, data, strict=True)) >= 40
     counted = leave_one_organisation_out(old_cases)
@@ -252,8 +260,8 @@ def test_a_class_with_runs_from_three_organisations_gets_its_own_band(data, held
     """Large-lab teams differ little and typical ones a great deal: each class's band is read off its own runs once
     three organisations stand behind it (basic since round 9: Hugging Face, the University of Bonn, AI-Study-Han, and
     since round 10 tiny-llm-zh's author, since round 11 SmallDoges, since round 12 the FlashAttention paper's
-    authors). One pooled band for every stated class (rounds 1-4) cross-validates to a wider median band (2.77
-    against 2.56) and a default band covering fewer runs (91 against 97 of 108)."""
+    authors). One pooled band for every stated class (rounds 1-4) cross-validates to a wider median band (2.88
+    against 2.58) and a default band covering fewer runs (93 against 99 of 110)."""
     ll_low, ll_high = FIT.band("large-lab")
     ty_low, ty_high = FIT.band("typical")
     assert ll_high / ll_low < FIT.band("tuned")[1] / FIT.band("tuned")[0] < ty_high / ty_low
@@ -484,8 +492,8 @@ def test_the_search_never_picks_constants_above_the_published_benchmarks(data):
 
 def test_pair_weights_earn_their_place_out_of_sample(data, held_out):
     """Since round 12 each organisation-and-class pair weighs one in the loss, chosen by the cross-validation with
-    the cap: with each organisation weighing one (rounds 1-11) the same search puts 66 of 108 within 0.8-1.25x
-    against 70, at a larger median error (16.0 % against 14.2 %), and leaves ``basic`` at 0.45 of ``tuned`` between
+    the cap: with each organisation weighing one (rounds 1-11) the same search puts 66 of 110 within 0.8-1.25x
+    against 70, at a larger median error (16.2 % against 14.4 %), and leaves ``basic`` at 0.45 of ``tuned`` between
     its two kinds of runs; with pairs it is 0.25, nearer the six of the eight basic runs at 8-13 % MFU."""
     assert calibration.LOSS_PAIRS and (calibration.LOSS_CAP, True) in calibration.LOSSES
     assert calibration.pair_weights(data) != calibration.organisation_weights(data)
