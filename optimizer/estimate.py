@@ -160,11 +160,11 @@ def range_means(est: Estimate) -> str:
     if est.job.measured is not None:
         return (
             "on the measured GPUs and count the goodput's range, elsewhere a 90 % range of a team's run predicted from "
-            "another of its runs; low = fastest plausible outcome"
+            "another of its runs; low GPU-hours and wall time = the fastest plausible outcome (the high MFU)"
         )
     return (
         f"a 90 % range for a {est.job.stack} team (the 5-95 % spread of the calibration runs' out-of-sample errors); "
-        "low = fastest plausible outcome"
+        "low GPU-hours and wall time = the fastest plausible outcome (the high MFU)"
     )
 
 
