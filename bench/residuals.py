@@ -1,6 +1,6 @@
 """What the estimator's out-of-sample errors go with, among the facts a publication states.
 
-    python bench/residuals.py            # every run, leave-one-organisation-out (a few seconds)
+    python bench/residuals.py            # every run, leave-one-organisation-out (about 30 s)
     python bench/residuals.py --quick    # the same (CI runs every bench with --quick)
 
 Issue 14 asks for 75 % of runs within 0.8-1.25x out of sample; the model puts 65 % there. Before another cause is
@@ -14,7 +14,7 @@ model's overall level is not the fact's) is taken out of the held-out organisati
 leave-one-organisation-out), and the runs then within 0.8-1.25x. A fact the model is missing shows as a
 correction that adds runs; one that adds none, or loses some, is noise in 111 runs however large its correlation.
 Last, it prices one fact the residuals themselves pointed at (round 20): a software-era factor on the typical runs
-published before 2023, with the model searched again around it (``era_refit_within``; about 15 s).
+published before 2023, with the model searched again around it (``era_refit_within``; about 20 s of the 30).
 """
 
 from __future__ import annotations

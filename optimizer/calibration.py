@@ -497,7 +497,7 @@ def cross_validated_bands(fit: Fit, held: Sequence[HeldOut]) -> Fit:
     almost as well as they fit, typical teams do not. Residuals of organisations held out already carry that
     difference, so the range is what it says it is, a 90 % range for a run of an organisation not in the calibration
     (the idea of cross-conformal prediction). ``bench/calibration.py`` checks the claim by cross-validating the
-    whole procedure (``cross_validated``): 88 % inside on round 20's runs, at a narrower median range.
+    whole procedure (``cross_validated``): 88 % inside on round 21's runs, at a narrower median range.
     ``--measured``'s range is read the same way off the same-team transfers of those residuals.
     """
     default = mfu_model.DEFAULT_STACK
