@@ -690,8 +690,23 @@ def cross_validated(
 
     ``leave_one_organisation_out`` gives its folds in-sample ranges (quick, and what the loss ranking compares);
     this is the figure to quote for the shipped ranges. It needs a search without every pair of organisations
-    (820 for 41 organisations): ``workers`` processes share them (``searcher`` must pickle: ``searcher_for``'s do).
+    (820 for 41 organisations, ``fold_fits``).
     """
+    fits = fold_fits(data, searcher=searcher, workers=workers)
+    out: dict[str, HeldOut] = {}
+    for o in dict.fromkeys(c.organisation for c in data):
+        inner = [HeldOut(c, fits[frozenset((o, c.organisation))]) for c in data if c.organisation != o]
+        fit = cross_validated_bands(fits[frozenset((o,))], inner)
+        out.update((c.id, HeldOut(c, fit)) for c in data if c.organisation == o)
+    return [out[c.id] for c in data]
+
+
+def fold_fits(
+    data: Sequence[Case], *, searcher: Callable[[Sequence[Case]], Fit] = search, workers: int = 1
+) -> dict[frozenset[str], Fit]:
+    """The fit the search picks without each organisation and without each pair of organisations, keyed by the
+    organisations left out: what ``cross_validated`` assembles, and what ``bench/range_designs.py`` reads other
+    range designs off. ``workers`` processes share the searches (``searcher`` must pickle: ``searcher_for``'s do)."""
     organisations = list(dict.fromkeys(c.organisation for c in data))
     subsets = [frozenset((o,)) for o in organisations]
     subsets += [frozenset(pair) for pair in itertools.combinations(organisations, 2)]
@@ -701,13 +716,7 @@ def cross_validated(
             found = list(pool.map(searcher, jobs, chunksize=8))
     else:
         found = [searcher(job) for job in jobs]
-    fits = dict(zip(subsets, found, strict=True))
-    out: dict[str, HeldOut] = {}
-    for o in organisations:
-        inner = [HeldOut(c, fits[frozenset((o, c.organisation))]) for c in data if c.organisation != o]
-        fit = cross_validated_bands(fits[frozenset((o,))], inner)
-        out.update((c.id, HeldOut(c, fit)) for c in data if c.organisation == o)
-    return [out[c.id] for c in data]
+    return dict(zip(subsets, found, strict=True))
 
 
 def held_out_summary(held: Sequence[HeldOut], stack: str | None = None) -> Summary:

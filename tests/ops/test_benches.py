@@ -76,3 +76,57 @@ def test_the_era_fact_names_the_typical_runs_published_before_2023():
     assert residuals.era_refit_within(1.0, list(rows.values())) == plain
     # the six runs sit at 0.30-0.66x: halving their MFU helps
     assert residuals.era_refit_within(0.5, list(rows.values())) > plain
+
+
+def test_the_shipped_range_design_reproduces_the_cross_validation_that_ships():
+    """bench/range_designs.py re-reads the ranges itself to compare other designs; its line for the shipped design
+    must be calibration.cross_validated's own figures (inside, median range, per class), or the comparison would
+    measure the re-reading rather than the design. On six organisations, three search sweeps per fold."""
+    import functools
+
+    from optimizer import calibration
+    from optimizer.mfu import DEFAULT_STACK
+
+    designs = script_module(REPO / "bench" / "range_designs.py", "range_designs")
+    data = calibration.cases()
+    kept = list(dict.fromkeys(c.organisation for c in data))[:6]
+    data = [c for c in data if c.organisation in kept]
+    searcher = functools.partial(calibration.search, max_sweeps=3)
+    fits = calibration.fold_fits(data, searcher=searcher)
+    shipped = designs.judge(designs.DESIGNS[0], data, fits)
+    held = calibration.cross_validated(data, searcher=searcher)
+    summary = calibration.held_out_summary(held)
+    assert shipped.runs == len(data) == summary.runs
+    assert shipped.inside == round(summary.inside_range * len(data))
+    assert shipped.median_width == pytest.approx(summary.median_width, rel=1e-9)
+    default = calibration.held_out_summary(held, DEFAULT_STACK)
+    assert shipped.default_inside == round(default.inside_range * len(data))
+
+
+def test_a_range_design_with_a_cut_reads_each_side_off_its_own_runs():
+    """bench/range_designs.py: a cut gives each side of a class the spread of its own runs where three teams stand
+    behind it, the class's where fewer do, and the default's where the class has fewer than three teams too."""
+    import dataclasses
+    import math
+
+    from optimizer import calibration
+
+    designs = script_module(REPO / "bench" / "range_designs.py", "range_designs")
+    base = calibration.cases()[0]
+
+    def run(org: str, stack: str, gpus: int) -> calibration.Case:
+        return dataclasses.replace(base, organisation=org, stack=stack, gpus=gpus, gpus_per_node=8)
+
+    one_node = [(run(f"solo{k}", "tuned", 8), math.log(x)) for k, x in enumerate((0.5, 1.0, 1.5))]
+    clusters = [(run(f"lab{k}", "tuned", 64), math.log(x)) for k, x in enumerate((0.9, 1.0, 1.1))]
+    typical = [(run(f"team{k}", "typical", 8 * (k + 1)), math.log(x)) for k, x in enumerate((0.3, 0.8, 1.4))]
+    lone_lab = [(run("biglab", "large-lab", 512), math.log(1.2))]  # one organisation: no range of its own
+    own = one_node + clusters + typical + lone_lab
+    by_scale = designs.bands_of(designs.DESIGNS[1], own, own)
+    read = calibration.cross_validated_band_for
+    # the 5th and 95th percentiles of three runs at 0.5, 1.0 and 1.5x: 0.5^0.9 and 1.5^0.9
+    assert by_scale[("tuned", False)] == read([x for _, x in one_node]) == (0.54, 1.44)
+    assert by_scale[("tuned", True)] == read([x for _, x in clusters]) == (0.91, 1.09)
+    assert by_scale[("large-lab", True)] == by_scale[("typical", True)]  # the default's, on the same side
+    shipped = designs.bands_of(designs.DESIGNS[0], own, own)
+    assert shipped[("tuned", False)] == shipped[("tuned", True)] == read([x for _, x in one_node + clusters])
