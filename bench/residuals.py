@@ -12,7 +12,7 @@ For each fact it prints the correlation and what a correction on that fact would
 way: a straight line through the other organisations' held-out errors against the fact, whose slope (not its mean: the
 model's overall level is not the fact's) is taken out of the held-out organisation's errors (a nested
 leave-one-organisation-out), and the runs then within 0.8-1.25x. A fact the model is missing shows as a
-correction that adds runs; one that adds none, or loses some, is noise in 111 runs however large its correlation.
+correction that adds runs; one that adds none, or loses some, is noise in 114 runs however large its correlation.
 Last, it prices one fact the residuals themselves pointed at (round 20): a software-era factor on the typical runs
 published before 2023, with the model searched again around it (``era_refit_within``; about 20 s of the 30).
 """

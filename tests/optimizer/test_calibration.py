@@ -74,55 +74,56 @@ def test_the_shipped_constants_are_what_the_search_picks(data, held_out):
 def test_the_shipped_ranges_cover_what_they_claim_out_of_sample(held_out, shipped_held_out):
     """The headline (README, bench/calibration.py): the whole procedure that ships, constants AND ranges,
     cross-validated by organisation. Each range claims 90 % (the 5-95 % span of out-of-sample residuals) and
-    holds 98 of 111 (88 %; round 20: 97 of 110); the median range is x2.56 (round 19: x2.31; round 20's two MiniLLM
-    runs, tuned by the rule and about 0.5x out of sample, moved the tuned class's lower edge to about 0.5, and the
-    median run is a tuned one).
+    holds 97 of 114 (85 %; round 21: 98 of 111); the median range is x2.53 (round 21: x2.56; round 19: x2.31; round
+    20's two MiniLLM runs, tuned by the rule and about 0.5x out of sample, moved the tuned class's lower edge to about
+    0.5, and the median run is a tuned one).
 
-    Issue 14's targets: >= 85 % inside, median error <= 15 % and, with the default class for every run, >= 85 %
-    inside: met (88 %, 14.7 %, 92 %). Median range <= x2.5 is not since round 20 (x2.56), nor within 0.8-1.25x
-    (75 %): 65 %, 72 of 111. Rounds 1-17's ranges (in-sample 10-90 % spread, each edge widened 13 %) hold 98 at a
-    median x2.57; read off the in-sample residuals with no widening they hold only 84 (76 %, below the 80 % the
-    span claims in sample).
+    Issue 14's targets: >= 85 % inside and, with the default class for every run, >= 85 % inside: met (85 %, 93 %).
+    Median error <= 15 % is not since round 22 (15.6 %; round 21: 14.7 %), median range <= x2.5 not since round 20
+    (x2.53), nor within 0.8-1.25x (75 %): 65 %, 74 of 114. Rounds 1-17's ranges (in-sample 10-90 % spread, each edge
+    widened 13 %) hold 98 at a median x2.64; read off the in-sample residuals with no widening they hold only 89
+    (78 %, below the 80 % the span claims in sample).
     """
     s = held_out_summary(shipped_held_out)
-    assert s.runs == 111
-    assert (round(s.within_band * s.runs), round(s.inside_range * s.runs)) == (72, 98)
-    assert s.median_width == pytest.approx(2.556, abs=0.001)
-    assert s.median_error == pytest.approx(0.147, abs=0.001)
+    assert s.runs == 114
+    assert (round(s.within_band * s.runs), round(s.inside_range * s.runs)) == (74, 97)
+    assert s.median_width == pytest.approx(2.529, abs=0.001)
+    assert s.median_error == pytest.approx(0.156, abs=0.001)
     default = held_out_summary(shipped_held_out, mfu_model.DEFAULT_STACK)
-    assert round(default.inside_range * s.runs) == 102
+    assert round(default.inside_range * s.runs) == 106
     old = held_out_summary(held_out)  # each fold with the in-sample ranges widened by BAND_MARGIN
-    assert (round(old.inside_range * old.runs), round(old.median_width, 2)) == (98, 2.57)
+    assert (round(old.inside_range * old.runs), round(old.median_width, 2)) == (98, 2.64)
     assert s.median_width < old.median_width
     assert [h.fit.base for h in shipped_held_out] == [h.fit.base for h in held_out]  # the same constants, per fold
 
 
 def test_a_range_read_off_in_sample_residuals_is_too_narrow_out_of_sample(data, held_out):
-    """Why the ranges are cross-validated: the in-sample 10-90 % spread, unwidened, holds 84 of 111 runs of
-    organisations held out (76 %); the search fits what it sees. Round 1 answered with a 13 % margin on each
-    edge, a judgement; the out-of-sample residuals measure it, per class."""
+    """Why the ranges are cross-validated: the in-sample 10-90 % spread, unwidened, holds 89 of 114 runs of
+    organisations held out (78 %; round 21: 84 of 111); the search fits what it sees. Round 1 answered with a 13 %
+    margin on each edge, a judgement; the out-of-sample residuals measure it, per class."""
     organisations = {h.case.organisation: h.fit for h in held_out}
     others = {o: [c for c in data if c.organisation != o] for o in organisations}
     bare = {o: calibration.with_bands(f, others[o], margin=1.0) for o, f in organisations.items()}
     s = held_out_summary([HeldOut(h.case, bare[h.case.organisation]) for h in held_out])
-    assert round(s.inside_range * s.runs) == 84
+    assert round(s.inside_range * s.runs) == 89
 
 
 def test_in_sample_figures(data):
     """What bench/calibration.py prints for the shipped constants on every run (README, Calibration)."""
     s = evaluate(data, [FIT] * len(data))
-    assert len(data) == 111
-    assert round(s.within_band * 111) == 73
-    assert round(s.inside_range * 111) == 98
-    assert s.median_width == pytest.approx(2.519, abs=0.001)
-    assert s.median_error <= 0.15
+    assert len(data) == 114
+    assert round(s.within_band * 114) == 75
+    assert round(s.inside_range * 114) == 103
+    assert s.median_width == pytest.approx(2.529, abs=0.001)
+    assert s.median_error == pytest.approx(0.152, abs=0.001)
     assert 0.9 <= s.median_ratio <= 1.1
 
 
 def test_leave_one_organisation_out_figures(held_out):
     """Each organisation predicted by constants chosen without any of its runs, each fold with the ranges its own runs
     show in sample, widened 13 % (BAND_MARGIN): the quick cross-validation every search variant and loss is compared by,
-    and rounds 1-17's headline (round 21's 111 runs: 65 % within, 88 % inside, x2.57, 14.7 %, default 91 %; round 20's
+    and rounds 1-17's headline (round 22's 114 runs: 65 % within, 86 % inside, x2.64, 15.6 %, default 90 %; round
+    21's 111 runs: 65 % within, 88 % inside, x2.57, 14.7 %, default 91 %; round 20's
     110: 64 % within, 88 % inside, x2.58, 14.4 %, default 90 %; round 19's 108: 65 % within, 90 % inside, x2.56, 14.2 %,
     default 90 %; round 17: 64 % within, 90 % inside, x2.53, 13.6 %, default 93 %; round 15: x2.55; round 12: x2.42).
     The shipped ranges' figure is ``cross_validated``'s (the test above); the nested one, the loss chosen without the
@@ -130,40 +131,39 @@ def test_leave_one_organisation_out_figures(held_out):
     """
     s = held_out_summary(held_out)
     assert s.inside_range >= 0.85
-    assert s.median_width == pytest.approx(2.566, abs=0.001)
-    assert s.median_error == pytest.approx(0.147, abs=0.001)
-    assert (round(s.within_band * s.runs), round(s.inside_range * s.runs)) == (72, 98)
+    assert s.median_width == pytest.approx(2.644, abs=0.001)
+    assert s.median_error == pytest.approx(0.156, abs=0.001)
+    assert (round(s.within_band * s.runs), round(s.inside_range * s.runs)) == (74, 98)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
-    assert default.inside_range >= 0.85 and round(default.inside_range * s.runs) == 101
+    assert default.inside_range >= 0.85 and round(default.inside_range * s.runs) == 103
 
 
 def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
     """Rounds 2-5's loss, the plain mean |log error|, searched and cross-validated the same way: the slow typical
-    teams pull the large-lab multiplier to 1.15 (the large-lab runs must make up for a slower base), and 19 runs
-    fewer land within 0.8-1.25x (53 of 111), as many inside the range (98), at a larger median error (22.9 % against
-    14.7 %) and a wider median range (2.67 against 2.57). On round 21's 111 runs, with pair weights, the 1.8x cap
-    puts 72 within and 98 inside, 1.5x (rounds 15-20's) 71 and 97, 1.3x (round 14's) 69 and 97, 2x (round 11's) 64
-    and 98, so the rule (most within, then most inside, then the narrower range) picks 1.8x (round 20's 110 runs:
-    1.5x 70, 1.3x 68, 1.8x 65, 2x 64); searched on every run 1.8x puts typical at 0.9 of tuned and large-lab at
-    1.05, 1.3x typical at 0.85."""
+    teams pull the typical multiplier to 0.8 of tuned, and 27 runs fewer land within 0.8-1.25x (47 of 114), fewer
+    inside the range (93 against 98), at a far larger median error (28.3 % against 15.6 %). On round 22's 114 runs,
+    with each organisation weighing one, the 1.3x cap puts 74 within and 98 inside, 1.5x (rounds 15-20's) 70 and 98,
+    1.8x (round 21's) 65 and 95, 2x (round 11's) 67 and 96, so the rule (most within, then most inside, then the
+    narrower range) picks 1.3x (round 21's 111 runs, with pair weights: 1.8x 72, 1.5x 71, 1.3x 69, 2x 64); searched on
+    every run 1.3x puts typical at 0.9 of tuned, 1.8x at 0.85."""
     uncapped = leave_one_organisation_out(data, searcher=calibration.searcher_for(None))
     old = held_out_summary(uncapped)
     shipped = held_out_summary(held_out)
     n = shipped.runs
-    assert (round(old.within_band * n), round(shipped.within_band * n)) == (53, 72)
-    assert (round(old.inside_range * n), round(shipped.inside_range * n)) == (98, 98)
-    assert shipped.median_error < old.median_error - 0.05
+    assert (round(old.within_band * n), round(shipped.within_band * n)) == (47, 74)
+    assert (round(old.inside_range * n), round(shipped.inside_range * n)) == (93, 98)
+    assert shipped.median_error < old.median_error - 0.1
     plain = search(data, loss_cap=None)
-    assert (plain.typical, plain.large_lab) == (0.85, 1.15) and (FIT.typical, FIT.large_lab) == (0.9, 1.05)
-    assert search(data, loss_cap=1.3).typical == 0.85
+    assert (plain.typical, plain.large_lab) == (0.8, 1.05) and (FIT.typical, FIT.large_lab) == (0.9, 1.0)
+    assert search(data, loss_cap=1.8).typical == 0.85
     round_11 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(2.0)))
-    assert (round(round_11.within_band * n), round(round_11.inside_range * n)) == (64, 98)
-    round_14 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(1.3)))
-    assert (round(round_14.within_band * n), round(round_14.inside_range * n)) == (69, 97)
+    assert (round(round_11.within_band * n), round(round_11.inside_range * n)) == (67, 96)
+    round_21 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(1.8)))
+    assert (round(round_21.within_band * n), round(round_21.inside_range * n)) == (65, 95)
     round_20 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(1.5)))
-    assert (round(round_20.within_band * n), round(round_20.inside_range * n)) == (71, 97)
-    judged = [(calibration.LOSS_CAP, shipped), (1.3, round_14), (1.5, round_20), (2.0, round_11), (None, old)]
-    assert calibration.best_loss(judged) == calibration.LOSS_CAP == 1.8
+    assert (round(round_20.within_band * n), round(round_20.inside_range * n)) == (70, 98)
+    judged = [(calibration.LOSS_CAP, shipped), (1.8, round_21), (1.5, round_20), (2.0, round_11), (None, old)]
+    assert calibration.best_loss(judged) == calibration.LOSS_CAP == 1.3
 
 
 def test_a_capped_loss_ignores_a_run_beyond_the_cap():
@@ -183,52 +183,56 @@ def test_an_organisation_is_held_out_whole(data, held_out):
 
 
 def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
-    """Without classes (every run 'tuned') the same search puts fewer runs within 0.8-1.25x (62 against 72 of 111), with
-    a wider median range (2.72 against 2.57) and a larger median error (18.1 % against 14.7 %); it puts one more inside
-    its range (99 against 98). (Round 20's 110 runs: 67 against 70 within; round 19's 108 runs: 67 against 70 within;
-    round 17's 107 runs: 66 against 69 within; round 11's 99 runs: 61 against 63 within, 19.9 % against 16.0 %.)"""
+    """Without classes (every run 'tuned') the same search puts fewer runs within 0.8-1.25x (68 against 74 of 114),
+    with a wider median range (2.92 against 2.64) and a larger median error (16.7 % against 15.6 %); it puts two more
+    inside its range (100 against 98). (Round 21's 111 runs: 62 against 72 within; round 20's 110 runs: 67 against
+    70 within; round 19's 108 runs: 67 against 70 within; round 17's 107 runs: 66 against 69 within; round 11's 99
+    runs: 61 against 63 within, 19.9 % against 16.0 %.)"""
     flat = dataclasses.replace(calibration.START, typical=1.0, basic=1.0)
     grid = {k: v for k, v in calibration.GRID.items() if k not in ("large_lab", "typical", "basic")}
     without = leave_one_organisation_out(data, searcher=lambda d: search(d, start=flat, grid=grid))
     flat_s = held_out_summary(without)
     shipped = held_out_summary(held_out)
-    assert (round(shipped.within_band * shipped.runs), round(flat_s.within_band * flat_s.runs)) == (72, 62)
+    assert (round(shipped.within_band * shipped.runs), round(flat_s.within_band * flat_s.runs)) == (74, 68)
     assert shipped.median_width < flat_s.median_width - 0.05
-    assert shipped.median_error < flat_s.median_error - 0.015
+    assert shipped.median_error < flat_s.median_error - 0.01
 
 
 def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
     """Round 1's sharp knee, 1 / (1 + (T.G/N)^2) on every job, searched the same way, against compute / (compute + sync)
-    charged only across nodes. On round 21's 111 runs the knee puts fewer runs within 0.8-1.25x (64 against 72) and
-    fewer inside its range (94 against 98), at a larger median error (18.3 % against 14.7 %) and a wider median range
-    (2.62 against 2.57), and fewer inside the default class's range (98 against 101). On round 20's 110 it put as many
-    within (70) and inside (97) at a wider range (2.61 against 2.58). On round 19's 108 it put 70 within and one fewer
-    inside (96 against 97) at a narrower range (2.50 against 2.56). Before, it put fewer within: round 17's 67 against
-    69 of 107, round 15's 68 against 69 of 106, round 14's 64 against 69 of 105, round 12's 66 against 70, 60 against 63
-    of round 11's 99, 56 against 63 of round 9's 94, 42 against 48 of round 4's 66. The rule the search's other choices
-    follow (most within, then most inside, then the narrower range) keeps the stated form, by eight runs within this
-    round (by its range in round 20, by one run inside in round 19): a form the data test, not a knob."""
+    charged only across nodes. On round 22's 114 runs the knee puts fewer runs within 0.8-1.25x (68 against 74), as
+    many inside its range (98) at a wider median range (2.66 against 2.64), with a smaller median error (14.8 %
+    against 15.6 %) and one more inside the default class's range (104 against 103). On round 21's 111 runs it put
+    fewer within (64 against 72) and fewer inside (94 against 98), at a larger median error (18.3 % against 14.7 %).
+    On round 20's 110 it put as many within (70) and inside (97) at a wider range (2.61 against 2.58). On round 19's
+    108 it put 70 within and one fewer inside (96 against 97) at a narrower range (2.50 against 2.56). Before, it
+    put fewer within: round 17's 67 against 69 of 107, round 15's 68 against 69 of 106, round 14's 64 against 69 of
+    105, round 12's 66 against 70, 60 against 63 of round 11's 99, 56 against 63 of round 9's 94, 42 against 48 of
+    round 4's 66. The rule the search's other choices follow (most within, then most inside, then the narrower
+    range) keeps the stated form, by six runs within this round (eight in round 21, by its range in round 20, by one
+    run inside in round 19): a form the data test, not a knob."""
     knee = dataclasses.replace(calibration.START, scale_out_exponent=2.0, scale_out_in_node=True)
     round_1 = leave_one_organisation_out(data, searcher=lambda d: search(d, start=knee))
     old = held_out_summary(round_1)
     shipped = held_out_summary(held_out)
     n = shipped.runs
-    assert round(shipped.within_band * n) == 72 and round(old.within_band * n) == 64
-    assert round(shipped.inside_range * n) == 98 and round(old.inside_range * n) == 94
+    assert round(shipped.within_band * n) == 74 and round(old.within_band * n) == 68
+    assert round(shipped.inside_range * n) == 98 and round(old.inside_range * n) == 98
     assert shipped.median_width < old.median_width
     assert calibration.best_loss([("stated", shipped), ("knee", old)]) == "stated"
-    assert old.median_error == pytest.approx(0.183, abs=0.001)
+    assert old.median_error == pytest.approx(0.148, abs=0.001)
     old_default = held_out_summary(round_1, mfu_model.DEFAULT_STACK)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
-    assert (round(default.inside_range * n), round(old_default.inside_range * n)) == (101, 98)
+    assert (round(default.inside_range * n), round(old_default.inside_range * n)) == (103, 104)
 
 
 def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     """Round 4's search on the whole runs put the FP8 gain at 1.4, inside the published FP8/BF16 throughput ratios
     (torchtitan, OLMo-core, Megatron-LM with Transformer Engine: 1.28-1.42); round 5 states it there (two organisations'
     FP8 runs cannot set it in a fold that holds one out). The whole runs barely tell it from the round-1-3 value 1.3:
-    held there, the same search cross-validates to two runs more within 0.8-1.25x on round 21's 111 runs (74 against
-    72), at a larger median error (15.1 % against 14.7 %); on round 20's 110 it put one fewer (69 against 70). The
+    held there, the same search cross-validates to two runs fewer within 0.8-1.25x on round 22's 114 runs (72 against
+    74), at a larger median error (16.0 % against 15.6 %); on round 21's 111 it put two more (74 against 72), on round
+    20's 110 one fewer (69 against 70). The
     difference comes through the other constants the search picks around it, not the three FP8 runs, and moves with
     one run, so the gain stays stated where the benchmarks put it. Searched on round 4's grid it goes to 1.6,
     outside every benchmark (bench/fit_mfu.py)."""
@@ -239,16 +243,16 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     stated = leave_one_organisation_out(data, searcher=lambda d: search(d, start=older))
     old = held_out_summary(stated)
     shipped = held_out_summary(held_out)
-    assert (round(shipped.within_band * shipped.runs), round(old.within_band * old.runs)) == (72, 74)
-    assert (round(shipped.median_error, 3), round(old.median_error, 3)) == (0.147, 0.151)
+    assert (round(shipped.within_band * shipped.runs), round(old.within_band * old.runs)) == (74, 72)
+    assert (round(shipped.median_error, 3), round(old.median_error, 3)) == (0.156, 0.16)
     scout = next(c for c in data if c.name == "Llama 4 Scout")
     assert scout.mfu(FIT).factors["fp8"] == pytest.approx(FIT.fp8_gain * 989 / 1979)
 
 
 def test_leaving_untied_input_embeddings_out_of_the_flops_earns_its_place(data, held_out):
     """Round 5's FLOP count (an untied input embedding is a lookup) against rounds 1-4's (every parameter in 6.N.D),
-    each searched and cross-validated the same way: the lookup-free count predicts more runs within 0.8-1.25x (72
-    against 62 of 111) with a smaller median error (14.7 % against 18.7 %)."""
+    each searched and cross-validated the same way: the lookup-free count predicts more runs within 0.8-1.25x (74
+    against 58 of 114) with a smaller median error (15.6 % against 21.8 %)."""
     old_cases = [calibration.whole_count(c) for c in data]
     assert sum(o.flops > c.flops for o, c in zip(old_cases, data, strict=True)) >= 40
     counted = leave_one_organisation_out(old_cases)
@@ -263,11 +267,12 @@ def test_a_class_with_runs_from_three_organisations_gets_its_own_band(data, held
     three organisations stand behind it (basic since round 9: Hugging Face, the University of Bonn, AI-Study-Han, and
     since round 10 tiny-llm-zh's author, since round 11 SmallDoges, since round 12 the FlashAttention paper's
     authors, since round 21 Giles Thomas). One pooled band for every stated class (rounds 1-4) cross-validates to a
-    wider median band (2.85 against 2.57) and a default band covering fewer runs (96 against 101 of 111)."""
+    wider median band (2.92 against 2.64) and a default band covering fewer runs (100 against 103 of 114), with four
+    more runs inside the stated classes' ranges (102 against 98)."""
     ll_low, ll_high = FIT.band("large-lab")
     ty_low, ty_high = FIT.band("typical")
     assert ll_high / ll_low < FIT.band("tuned")[1] / FIT.band("tuned")[0] < ty_high / ty_low
-    assert FIT.band("basic") != FIT.band("typical") and FIT.band("basic") == (0.86, 1.88)
+    assert FIT.band("basic") != FIT.band("typical") and FIT.band("basic") == (0.67, 1.77)
     assert ty_low <= FIT.band_low and ty_high >= FIT.band_high  # the default never narrower than the pooled band
     pooled = leave_one_organisation_out(data, searcher=lambda d: search(d, per_class_bands=False))
     old = held_out_summary(pooled)
@@ -356,15 +361,13 @@ def test_older_gpus_and_attention_pay_their_stated_factors():
 
 
 def test_amd_cdna2_factor_reproduces_amd_olmo_published_throughput():
-    """Stated from AMD-OLMo-1B's 12,200 tokens/s per MI250 (64 GPUs), a steady rate: the model's whole-run MFU for
-    that job is that rate less the time a whole run spends off it, so the steady MFU must lie where the stated
-    goodput range (optimizer.measured, 0.75-1.0) puts it. At the stated goodput, 0.9, the rate alone says 0.46 with
-    round 21's constants (0.45 with rounds 19-20's, 0.46 with rounds 17-18's, 0.45 with rounds 12-16's; the whole
-    CDNA 2 runs say 0.5:
-    AMD-Llama-135m, OpenEuroLLM's 2B and AI2's Paloma 1B baseline land at 1.04x, 1.01x and 1.01x of their hours out
-    of sample). Since round 17 the
-    search keeps this whole run below the steady rate (``below_benchmarks``), so the first check holds by
-    construction for any constants the search picks."""
+    """Stated from AMD-OLMo-1B's 12,200 tokens/s per MI250 (64 GPUs), a steady rate: the model's whole-run MFU for that
+    job is that rate less the time a whole run spends off it, so the steady MFU must lie where the stated goodput range
+    (optimizer.measured, 0.75-1.0) puts it. At the stated goodput, 0.9, the rate alone says 0.45 with round 22's
+    constants (0.46 with round 21's, 0.45 with rounds 19-20's, 0.46 with rounds 17-18's, 0.45 with rounds 12-16's;
+    the whole CDNA 2 runs say 0.5: AMD-Llama-135m, OpenEuroLLM's 2B and AI2's Paloma 1B baseline land at 1.04x,
+    1.00x and 0.96x of their hours out of sample). Since round 17 the search keeps this whole run below the steady
+    rate (``below_benchmarks``), so the first check holds by construction for any constants the search picks."""
     row = next(r for r in rows(included_only=False) if r["run"] == "AMD-OLMo-1B")
     case = Case.of({**row, "gpu_hours": "1"})
     published = (6 * 1.18e9 + 12 * 16 * 2048 * 2048) * 12_200 / 362.1e12
@@ -493,19 +496,20 @@ def test_the_search_never_picks_constants_above_the_published_benchmarks(data):
         assert calibration.below_benchmarks(search(data, loss_cap=cap))
 
 
-def test_pair_weights_earn_their_place_out_of_sample(data, held_out):
-    """Since round 12 each organisation-and-class pair weighs one in the loss, chosen by the cross-validation with
-    the cap: with each organisation weighing one (rounds 1-11) the same search puts 65 of 111 within 0.8-1.25x
-    against 72, at a larger median error (17.4 % against 14.7 %), and leaves ``basic`` at 0.35 of ``tuned`` between
-    its two kinds of runs; with pairs it is 0.3, nearer the six of the nine basic runs at 8-13 % MFU."""
-    assert calibration.LOSS_PAIRS and (calibration.LOSS_CAP, True) in calibration.LOSSES
+def test_the_run_weights_are_the_ones_the_cross_validation_picks(data, held_out):
+    """Whether each organisation (rounds 1-11, and since round 22) or each organisation-and-class pair (rounds 12-21)
+    weighs one in the loss is chosen by the cross-validation with the cap. On round 22's 114 runs pair weights with
+    the shipped 1.3x cap put 73 within 0.8-1.25x against 74, at a larger median error (16.0 % against 15.6 %), and
+    move ``basic`` to 0.25 of ``tuned`` (0.3 by organisation); on round 21's 111 runs pairs had put 72 within against
+    65 (with the 1.8x cap)."""
+    assert not calibration.LOSS_PAIRS and (calibration.LOSS_CAP, False) in calibration.LOSSES
     assert calibration.pair_weights(data) != calibration.organisation_weights(data)
-    by_org = leave_one_organisation_out(data, searcher=calibration.searcher_for(calibration.LOSS_CAP, False))
-    old, shipped = held_out_summary(by_org), held_out_summary(held_out)
-    assert (round(old.within_band * old.runs), round(shipped.within_band * shipped.runs)) == (65, 72)
-    assert shipped.median_error < old.median_error - 0.01
-    assert search(data, pairs=False).basic == 0.35 and FIT.basic == 0.3
-    judged = [((calibration.LOSS_CAP, False), old), ((calibration.LOSS_CAP, True), shipped)]
+    by_pair = leave_one_organisation_out(data, searcher=calibration.searcher_for(calibration.LOSS_CAP, True))
+    pairs, shipped = held_out_summary(by_pair), held_out_summary(held_out)
+    assert (round(pairs.within_band * pairs.runs), round(shipped.within_band * shipped.runs)) == (73, 74)
+    assert shipped.median_error < pairs.median_error
+    assert search(data, pairs=True).basic == 0.25 and FIT.basic == 0.3
+    judged = [((calibration.LOSS_CAP, True), pairs), ((calibration.LOSS_CAP, False), shipped)]
     assert calibration.best_loss(judged) == (calibration.LOSS_CAP, calibration.LOSS_PAIRS)
 
 
