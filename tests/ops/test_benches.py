@@ -130,3 +130,22 @@ def test_a_range_design_with_a_cut_reads_each_side_off_its_own_runs():
     assert by_scale[("large-lab", True)] == by_scale[("typical", True)]  # the default's, on the same side
     shipped = designs.bands_of(designs.DESIGNS[0], own, own)
     assert shipped[("tuned", False)] == shipped[("tuned", True)] == read([x for _, x in one_node + clusters])
+
+
+def test_the_nested_range_choice_with_one_candidate_is_that_candidates_cross_validation():
+    """bench/range_designs.py --nested: with the shipped design as the only candidate every fold must choose it and
+    the held-out figures must be ``judge``'s own; with the scale cut added each fold still names one of the two."""
+    import functools
+
+    from optimizer import calibration
+
+    designs = script_module(REPO / "bench" / "range_designs.py", "range_designs")
+    data = calibration.cases()
+    kept = list(dict.fromkeys(c.organisation for c in data))[:6]
+    data = [c for c in data if c.organisation in kept]
+    fits = calibration.fold_fits(data, searcher=functools.partial(calibration.search, max_sweeps=3))
+    alone, choices = designs.nested_choice(data, fits, designs.DESIGNS[:1])
+    assert alone == designs.judge(designs.DESIGNS[0], data, fits)
+    assert set(choices) == set(kept) and set(choices.values()) == {designs.DESIGNS[0].name}
+    _, both = designs.nested_choice(data, fits, designs.DESIGNS[:2])
+    assert set(both) == set(kept) and set(both.values()) <= {d.name for d in designs.DESIGNS[:2]}
