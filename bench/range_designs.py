@@ -126,21 +126,60 @@ def inside_and_width(case: Case, fit: Fit, band: Band, stack: str | None = None)
     return low <= ratio <= high, high / low
 
 
-def judge(design: Design, data: Sequence[Case], fits: dict[frozenset[str], Fit]) -> Judged:
-    """Each organisation's runs against the ranges ``design`` reads off the others' out-of-sample residuals."""
+Fits = dict[frozenset[str], Fit]
+
+
+def _without(fits: Fits, organisation: str, case: Case) -> Fit:
+    """The fit that saw neither ``organisation`` nor ``case``'s own: what predicts a residual inside a fold."""
+    return fits[frozenset((organisation, case.organisation))]
+
+
+def _same(design: Design, _organisation: str) -> Design:
+    return design
+
+
+def _held_without(fits: Fits, organisation: str, inner: str) -> Fit:
+    """Inside the fold without ``organisation``: the fit that predicts the inner organisation ``inner``."""
+    return fits[frozenset((organisation, inner))]
+
+
+def _residual_without(fits: Fits, organisation: str, _inner: str, case: Case) -> Fit:
+    """Inside the fold without ``organisation``: the fit behind ``case``'s residual (it never saw ``case``'s
+    organisation; it did see the inner held-out one, as ``calibration.cross_validated``'s ranges do)."""
+    return _without(fits, organisation, case)
+
+
+def side_of(design: Design, case: Case) -> bool:
+    """Which side of ``design``'s cut a run falls on (always False for a design without one)."""
+    return design.cell(case) if design.cell is not None else False
+
+
+def read_off(design: Design, runs: Sequence[Case], fit_of: Callable[[Case], Fit]) -> dict[tuple[str, bool], Band]:
+    """``bands_of`` the residuals of ``runs``, each predicted by ``fit_of(run)``, as its class and as the default."""
+    own = [(c, c.log_ratio(fit_of(c))) for c in runs]
+    as_default = [(c, c.log_ratio(fit_of(c), DEFAULT_STACK)) for c in runs]
+    return bands_of(design, own, as_default)
+
+
+def held_out(
+    data: Sequence[Case],
+    design_of: Callable[[str], Design],
+    held_fit: Callable[[str], Fit],
+    residual_fit: Callable[[str, Case], Fit],
+) -> Judged:
+    """Each organisation's runs, predicted by ``held_fit(organisation)``, against the ranges ``design_of
+    (organisation)`` reads off the other organisations' runs, each of those predicted by ``residual_fit
+    (organisation, run)``."""
     inside = default_inside = 0
     widths: list[float] = []
     by_class: dict[str, list[int]] = {s: [0, 0] for s in STACKS}
     for o in dict.fromkeys(c.organisation for c in data):
-        others = [c for c in data if c.organisation != o]
-        own = [(c, c.log_ratio(fits[frozenset((o, c.organisation))])) for c in others]
-        as_default = [(c, c.log_ratio(fits[frozenset((o, c.organisation))], DEFAULT_STACK)) for c in others]
-        bands = bands_of(design, own, as_default)
-        fit = fits[frozenset((o,))]
+        design, fit = design_of(o), held_fit(o)
+        bands = read_off(design, [c for c in data if c.organisation != o], functools.partial(residual_fit, o))
         for c in data:
             if c.organisation != o:
                 continue
-            side = design.cell(c) if design.cell is not None else False
+            side = side_of(design, c)
             hit, width = inside_and_width(c, fit, bands[(c.stack, side)])
             inside += hit
             widths.append(width)
@@ -156,18 +195,21 @@ def judge(design: Design, data: Sequence[Case], fits: dict[frozenset[str], Fit])
     )
 
 
-def shipped_bands(
-    design: Design, data: Sequence[Case], fits: dict[frozenset[str], Fit]
-) -> dict[tuple[str, bool], Band]:
+def judge(design: Design, data: Sequence[Case], fits: Fits) -> Judged:
+    """Each organisation's runs against the ranges ``design`` reads off the others' out-of-sample residuals (as
+    ``calibration.cross_validated`` judges the shipped ranges: a residual comes from the fit without the held-out
+    organisation and the run's own)."""
+    return held_out(
+        data, functools.partial(_same, design), lambda o: fits[frozenset((o,))], functools.partial(_without, fits)
+    )
+
+
+def shipped_bands(design: Design, data: Sequence[Case], fits: Fits) -> dict[tuple[str, bool], Band]:
     """The ranges ``design`` would ship: read off every run's leave-one-organisation-out residual."""
-    own = [(c, c.log_ratio(fits[frozenset((c.organisation,))])) for c in data]
-    as_default = [(c, c.log_ratio(fits[frozenset((c.organisation,))], DEFAULT_STACK)) for c in data]
-    return bands_of(design, own, as_default)
+    return read_off(design, data, lambda c: fits[frozenset((c.organisation,))])
 
 
-def nested_choice(
-    data: Sequence[Case], fits: dict[frozenset[str], Fit], candidates: Sequence[Design]
-) -> tuple[Judged, dict[str, str]]:
+def nested_choice(data: Sequence[Case], fits: Fits, candidates: Sequence[Design]) -> tuple[Judged, dict[str, str]]:
     """Each organisation's runs against the ranges of the design chosen without it, and each fold's choice.
 
     The rule, stated before it was first run (round 22): inside the fold, every other organisation's runs are
@@ -176,57 +218,19 @@ def nested_choice(
     class's wins, else the first (the shipped design). A residual inside the fold comes from the fit without the
     held-out organisation and the run's own (``fold_fits``' pairs), so no search beyond ``fold_fits`` is needed.
     """
-    inside = default_inside = 0
-    widths: list[float] = []
-    by_class: dict[str, list[int]] = {s: [0, 0] for s in STACKS}
-    choices: dict[str, str] = {}
+    chosen: dict[str, Design] = {}
     for o in dict.fromkeys(c.organisation for c in data):
         inner = [c for c in data if c.organisation != o]
-
-        def residuals(design: Design, runs: Sequence[Case], o: str = o) -> dict[tuple[str, bool], Band]:
-            fit_of = {c.id: fits[frozenset((o, c.organisation))] for c in runs}
-            own = [(c, c.log_ratio(fit_of[c.id])) for c in runs]
-            as_default = [(c, c.log_ratio(fit_of[c.id], DEFAULT_STACK)) for c in runs]
-            return bands_of(design, own, as_default)
-
-        ranked: list[tuple[float, int, Design]] = []
-        for design in candidates:
-            hits: dict[str, list[int]] = {}
-            inner_widths = []
-            for o2 in dict.fromkeys(c.organisation for c in inner):
-                bands = residuals(design, [c for c in inner if c.organisation != o2])
-                for c in inner:
-                    if c.organisation == o2:
-                        side = design.cell(c) if design.cell is not None else False
-                        hit, width = inside_and_width(c, fits[frozenset((o, o2))], bands[(c.stack, side)])
-                        hits.setdefault(c.stack, [0, 0])
-                        hits[c.stack][0] += hit
-                        hits[c.stack][1] += 1
-                        inner_widths.append(width)
-            covered = sum(k for k, _ in hits.values()) / sum(n for _, n in hits.values())
-            if covered >= 0.85 and all(k / n >= 0.80 for k, n in hits.values()):
-                ranked.append((statistics.median(inner_widths), len(ranked), design))
-        chosen = min(ranked, key=lambda r: (r[0], r[1]))[2] if ranked else candidates[0]
-        choices[o] = chosen.name
-        bands = residuals(chosen, inner)
-        for c in data:
-            if c.organisation != o:
-                continue
-            side = chosen.cell(c) if chosen.cell is not None else False
-            hit, width = inside_and_width(c, fits[frozenset((o,))], bands[(c.stack, side)])
-            inside += hit
-            widths.append(width)
-            by_class[c.stack][0] += hit
-            by_class[c.stack][1] += 1
-            default_inside += inside_and_width(c, fits[frozenset((o,))], bands[(DEFAULT_STACK, side)], DEFAULT_STACK)[0]
-    judged = Judged(
-        inside=inside,
-        runs=len(widths),
-        median_width=statistics.median(widths),
-        default_inside=default_inside,
-        inside_by_class={s: (k, n) for s, (k, n) in by_class.items() if n},
-    )
-    return judged, choices
+        held_inner = functools.partial(_held_without, fits, o)  # an inner organisation, predicted without o too
+        residual_inner = functools.partial(_residual_without, fits, o)
+        ranked: list[tuple[float, int]] = []
+        for k, design in enumerate(candidates):
+            j = held_out(inner, functools.partial(_same, design), held_inner, residual_inner)
+            if j.inside / j.runs >= 0.85 and all(hit / n >= 0.80 for hit, n in j.inside_by_class.values()):
+                ranked.append((j.median_width, k))
+        chosen[o] = candidates[min(ranked)[1]] if ranked else candidates[0]
+    judged = held_out(data, chosen.__getitem__, lambda o: fits[frozenset((o,))], functools.partial(_without, fits))
+    return judged, {o: design.name for o, design in chosen.items()}
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ calibrated on published whole runs (optimizer/data/calibration_runs.csv, report:
                                                with --measured, the user's own throughput sets it
                                                (optimizer/measured.py)
         x (bandwidth per FLOP / A100's)^A      faster tensor cores outrun their memory: H100 has half
-                                               the bytes per FLOP of A100 and sustains ~0.63 of its MFU
+                                               the bytes per FLOP of A100 and sustains ~0.67 of its MFU
         x 1 / (1 + peak/312 x N_s / N)        small matrices: below ~1B parameters the memory-bound
                                                work (norms, activations, softmax, optimizer) and kernel
                                                launches no longer hide behind the matmuls; worse on a
@@ -82,7 +82,7 @@ the search keeps that job's whole run at or below AMD's steady rate (``optimizer
 the stated 0.5 stays inside that range whatever constants the search picks. The whole CDNA 2 runs found
 (AMD-Llama-135m on 16 MI250, OpenEuroLLM's 2B on 256 MI250X and, since round 15, its 0.7B on 64, AI2's Paloma 1B
 baseline on 64 MI250X; Motif's 2.6B, 0.35x, is a typical team's slow run) check it, they do not set it, and at 0.5
-land at 1.04x, 1.01x, 1.14x and 1.01x of their published hours out of sample.
+land at 1.04x, 1.00x, 1.12x and 0.96x of their published hours out of sample.
 CDNA 3 (MI300X, MI325X) has no published whole run with a duration (Instella-3B gives none): a stated guess.
 """
 
