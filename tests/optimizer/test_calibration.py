@@ -74,33 +74,34 @@ def test_the_shipped_constants_are_what_the_search_picks(data, held_out):
 def test_the_shipped_ranges_cover_what_they_claim_out_of_sample(held_out, shipped_held_out):
     """The headline (README, bench/calibration.py): the whole procedure that ships, constants AND ranges,
     cross-validated by organisation. Each range claims 90 % (the 5-95 % span of out-of-sample residuals) and
-    holds 97 of 114 (85 %; round 21: 98 of 111); the median range is x2.53 (round 21: x2.56; round 19: x2.31; round
-    20's two MiniLLM runs, tuned by the rule and about 0.5x out of sample, moved the tuned class's lower edge to about
-    0.5, and the median run is a tuned one).
+    holds 98 of 118 (83 %; round 22: 97 of 114, round 21: 98 of 111); the median range is x2.59 (round 22: x2.53;
+    round 21: x2.56; round 19: x2.31; round 20's two MiniLLM runs, tuned by the rule and about 0.5x out of sample,
+    moved the tuned class's lower edge to about 0.5, and the median run is a tuned one).
 
-    Issue 14's targets: >= 85 % inside and, with the default class for every run, >= 85 % inside: met (85 %, 93 %).
-    Median error <= 15 % is not since round 22 (15.6 %; round 21: 14.7 %), median range <= x2.5 not since round 20
-    (x2.53), nor within 0.8-1.25x (75 %): 65 %, 74 of 114. Rounds 1-17's ranges (in-sample 10-90 % spread, each edge
-    widened 13 %) hold 98 at a median x2.64; read off the in-sample residuals with no widening they hold only 89
-    (78 %, below the 80 % the span claims in sample).
+    Issue 14's targets: with the default class for every run, >= 85 % inside: met (91 %). >= 85 % inside is not
+    since round 23 (83 %: round 23's four nanochat runs, typical by the rule, land at 1.4-1.9x, three of them above
+    their folds' typical range), median error <= 15 % not since round 22 (16.2 %; round 21: 14.7 %), median range
+    <= x2.5 not since round 20 (x2.59), nor within 0.8-1.25x (75 %): 63 %, 74 of 118. Rounds 1-17's ranges
+    (in-sample 10-90 % spread, each edge widened 13 %) hold 99 at a median x2.65; read off the in-sample residuals
+    with no widening they hold only 89 (75 %, below the 80 % the span claims in sample).
     """
     s = held_out_summary(shipped_held_out)
-    assert s.runs == 114
-    assert (round(s.within_band * s.runs), round(s.inside_range * s.runs)) == (74, 97)
-    assert s.median_width == pytest.approx(2.529, abs=0.001)
-    assert s.median_error == pytest.approx(0.156, abs=0.001)
+    assert s.runs == 118
+    assert (round(s.within_band * s.runs), round(s.inside_range * s.runs)) == (74, 98)
+    assert s.median_width == pytest.approx(2.594, abs=0.001)
+    assert s.median_error == pytest.approx(0.162, abs=0.001)
     default = held_out_summary(shipped_held_out, mfu_model.DEFAULT_STACK)
-    assert round(default.inside_range * s.runs) == 106
+    assert round(default.inside_range * s.runs) == 107
     old = held_out_summary(held_out)  # each fold with the in-sample ranges widened by BAND_MARGIN
-    assert (round(old.inside_range * old.runs), round(old.median_width, 2)) == (98, 2.64)
+    assert (round(old.inside_range * old.runs), round(old.median_width, 2)) == (99, 2.65)
     assert s.median_width < old.median_width
     assert [h.fit.base for h in shipped_held_out] == [h.fit.base for h in held_out]  # the same constants, per fold
 
 
 def test_a_range_read_off_in_sample_residuals_is_too_narrow_out_of_sample(data, held_out):
-    """Why the ranges are cross-validated: the in-sample 10-90 % spread, unwidened, holds 89 of 114 runs of
-    organisations held out (78 %; round 21: 84 of 111); the search fits what it sees. Round 1 answered with a 13 %
-    margin on each edge, a judgement; the out-of-sample residuals measure it, per class."""
+    """Why the ranges are cross-validated: the in-sample 10-90 % spread, unwidened, holds 89 of 118 runs of
+    organisations held out (75 %; round 22: 89 of 114; round 21: 84 of 111); the search fits what it sees. Round 1
+    answered with a 13 % margin on each edge, a judgement; the out-of-sample residuals measure it, per class."""
     organisations = {h.case.organisation: h.fit for h in held_out}
     others = {o: [c for c in data if c.organisation != o] for o in organisations}
     bare = {o: calibration.with_bands(f, others[o], margin=1.0) for o, f in organisations.items()}
@@ -111,57 +112,56 @@ def test_a_range_read_off_in_sample_residuals_is_too_narrow_out_of_sample(data, 
 def test_in_sample_figures(data):
     """What bench/calibration.py prints for the shipped constants on every run (README, Calibration)."""
     s = evaluate(data, [FIT] * len(data))
-    assert len(data) == 114
-    assert round(s.within_band * 114) == 75
-    assert round(s.inside_range * 114) == 103
+    assert len(data) == 118
+    assert round(s.within_band * 118) == 75
+    assert round(s.inside_range * 118) == 105
     assert s.median_width == pytest.approx(2.529, abs=0.001)
-    assert s.median_error == pytest.approx(0.152, abs=0.001)
+    assert s.median_error == pytest.approx(0.1595, abs=0.001)
     assert 0.9 <= s.median_ratio <= 1.1
 
 
 def test_leave_one_organisation_out_figures(held_out):
     """Each organisation predicted by constants chosen without any of its runs, each fold with the ranges its own runs
     show in sample, widened 13 % (BAND_MARGIN): the quick cross-validation every search variant and loss is compared by,
-    and rounds 1-17's headline (round 22's 114 runs: 65 % within, 86 % inside, x2.64, 15.6 %, default 90 %; round
-    21's 111 runs: 65 % within, 88 % inside, x2.57, 14.7 %, default 91 %; round 20's
-    110: 64 % within, 88 % inside, x2.58, 14.4 %, default 90 %; round 19's 108: 65 % within, 90 % inside, x2.56, 14.2 %,
-    default 90 %; round 17: 64 % within, 90 % inside, x2.53, 13.6 %, default 93 %; round 15: x2.55; round 12: x2.42).
-    The shipped ranges' figure is ``cross_validated``'s (the test above); the nested one, the loss chosen without the
-    held-out organisation too, is in the README.
-    """
+    and rounds 1-17's headline (round 23's 118 runs: 63 % within, 84 % inside, x2.65, 16.2 %, default 87 %; round 22's
+    114 runs: 65 % within, 86 % inside, x2.64, 15.6 %, default 90 %; round 21's 111 runs: 65 % within, 88 % inside,
+    x2.57, 14.7 %, default 91 %; round 20's 110: 64 % within, 88 % inside, x2.58, 14.4 %, default 90 %; round 19's 108:
+    65 % within, 90 % inside, x2.56, 14.2 %, default 90 %; round 17: 64 % within, 90 % inside, x2.53, 13.6 %,
+    default 93 %; round 15: x2.55; round 12: x2.42). The shipped ranges' figure is ``cross_validated``'s (the test
+    above); the nested one, the loss chosen without the held-out organisation too, is in the README."""
     s = held_out_summary(held_out)
-    assert s.inside_range >= 0.85
-    assert s.median_width == pytest.approx(2.644, abs=0.001)
-    assert s.median_error == pytest.approx(0.156, abs=0.001)
-    assert (round(s.within_band * s.runs), round(s.inside_range * s.runs)) == (74, 98)
+    assert s.median_width == pytest.approx(2.653, abs=0.001)
+    assert s.median_error == pytest.approx(0.162, abs=0.001)
+    assert (round(s.within_band * s.runs), round(s.inside_range * s.runs)) == (74, 99)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
     assert default.inside_range >= 0.85 and round(default.inside_range * s.runs) == 103
 
 
 def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
-    """Rounds 2-5's loss, the plain mean |log error|, searched and cross-validated the same way: the slow typical
-    teams pull the typical multiplier to 0.8 of tuned, and 27 runs fewer land within 0.8-1.25x (47 of 114), fewer
-    inside the range (93 against 98), at a far larger median error (28.3 % against 15.6 %). On round 22's 114 runs,
-    with each organisation weighing one, the 1.3x cap puts 74 within and 98 inside, 1.5x (rounds 15-20's) 70 and 98,
-    1.8x (round 21's) 65 and 95, 2x (round 11's) 67 and 96, so the rule (most within, then most inside, then the
-    narrower range) picks 1.3x (round 21's 111 runs, with pair weights: 1.8x 72, 1.5x 71, 1.3x 69, 2x 64); searched on
-    every run 1.3x puts typical at 0.9 of tuned, 1.8x at 0.85."""
+    """Rounds 2-5's loss, the plain mean |log error|, searched and cross-validated the same way: runs far
+    off weigh in full, on either side, and 21 runs fewer land within 0.8-1.25x (53 of 118), fewer inside
+    the range (94 against 99), at a far larger median error (25.7 % against 16.2 %); searched on every run it puts
+    typical level with tuned and large-lab at 1.1 (round 22's 114 runs: typical at 0.8, 47 within). On round 23's 118
+    runs, with each organisation weighing one, the 1.3x cap puts 74 within and 99 inside, 1.5x (rounds 15-20's) 70 and
+    99, 1.8x (round 21's) 66 and 95, 2x (round 11's) 57 and 90, so the rule (most within, then most inside, then the
+    narrower range) picks 1.3x (round 22: 74, 70, 65, 67 within; round 21's 111 runs, with pair weights: 1.8x 72, 1.5x
+    71, 1.3x 69, 2x 64); searched on every run 1.3x puts typical at 0.9 of tuned, 1.8x at 0.85."""
     uncapped = leave_one_organisation_out(data, searcher=calibration.searcher_for(None))
     old = held_out_summary(uncapped)
     shipped = held_out_summary(held_out)
     n = shipped.runs
-    assert (round(old.within_band * n), round(shipped.within_band * n)) == (47, 74)
-    assert (round(old.inside_range * n), round(shipped.inside_range * n)) == (93, 98)
-    assert shipped.median_error < old.median_error - 0.1
+    assert (round(old.within_band * n), round(shipped.within_band * n)) == (53, 74)
+    assert (round(old.inside_range * n), round(shipped.inside_range * n)) == (94, 99)
+    assert shipped.median_error < old.median_error - 0.09
     plain = search(data, loss_cap=None)
-    assert (plain.typical, plain.large_lab) == (0.8, 1.05) and (FIT.typical, FIT.large_lab) == (0.9, 1.0)
+    assert (plain.typical, plain.large_lab) == (1.0, 1.1) and (FIT.typical, FIT.large_lab) == (0.9, 1.0)
     assert search(data, loss_cap=1.8).typical == 0.85
     round_11 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(2.0)))
-    assert (round(round_11.within_band * n), round(round_11.inside_range * n)) == (67, 96)
+    assert (round(round_11.within_band * n), round(round_11.inside_range * n)) == (57, 90)
     round_21 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(1.8)))
-    assert (round(round_21.within_band * n), round(round_21.inside_range * n)) == (65, 95)
+    assert (round(round_21.within_band * n), round(round_21.inside_range * n)) == (66, 95)
     round_20 = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(1.5)))
-    assert (round(round_20.within_band * n), round(round_20.inside_range * n)) == (70, 98)
+    assert (round(round_20.within_band * n), round(round_20.inside_range * n)) == (70, 99)
     judged = [(calibration.LOSS_CAP, shipped), (1.8, round_21), (1.5, round_20), (2.0, round_11), (None, old)]
     assert calibration.best_loss(judged) == calibration.LOSS_CAP == 1.3
 
@@ -183,11 +183,11 @@ def test_an_organisation_is_held_out_whole(data, held_out):
 
 
 def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
-    """Without classes (every run 'tuned') the same search puts fewer runs within 0.8-1.25x (68 against 74 of 114),
-    with a wider median range (2.92 against 2.64) and a larger median error (16.7 % against 15.6 %); it puts two more
-    inside its range (100 against 98). (Round 21's 111 runs: 62 against 72 within; round 20's 110 runs: 67 against
-    70 within; round 19's 108 runs: 67 against 70 within; round 17's 107 runs: 66 against 69 within; round 11's 99
-    runs: 61 against 63 within, 19.9 % against 16.0 %.)"""
+    """Without classes (every run 'tuned') the same search puts fewer runs within 0.8-1.25x (68 against 74 of 118), with
+    a wider median range (2.96 against 2.65) and a larger median error (17.5 % against 16.2 %); it puts two more inside
+    its range (101 against 99). (Round 22's 114 runs: 68 against 74 within; round 21's 111 runs: 62 against 72 within;
+    round 20's 110 runs: 67 against 70 within; round 19's 108 runs: 67 against 70 within; round 17's 107 runs: 66
+    against 69 within; round 11's 99 runs: 61 against 63 within, 19.9 % against 16.0 %.)"""
     flat = dataclasses.replace(calibration.START, typical=1.0, basic=1.0)
     grid = {k: v for k, v in calibration.GRID.items() if k not in ("large_lab", "typical", "basic")}
     without = leave_one_organisation_out(data, searcher=lambda d: search(d, start=flat, grid=grid))
@@ -200,9 +200,10 @@ def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
 
 def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
     """Round 1's sharp knee, 1 / (1 + (T.G/N)^2) on every job, searched the same way, against compute / (compute + sync)
-    charged only across nodes. On round 22's 114 runs the knee puts fewer runs within 0.8-1.25x (68 against 74), as
-    many inside its range (98) at a wider median range (2.66 against 2.64), with a smaller median error (14.8 %
-    against 15.6 %) and one more inside the default class's range (104 against 103). On round 21's 111 runs it put
+    charged only across nodes. On round 23's 118 runs the knee puts fewer runs within 0.8-1.25x (68 against 74), one
+    fewer inside its range (98 against 99) at a wider median range (2.68 against 2.65), with a smaller median error
+    (15.5 % against 16.2 %) and two more inside the default class's range (105 against 103). On round 22's 114 runs
+    it put 68 against 74 within, as many inside (98), 14.8 % against 15.6 %. On round 21's 111 runs it put
     fewer within (64 against 72) and fewer inside (94 against 98), at a larger median error (18.3 % against 14.7 %).
     On round 20's 110 it put as many within (70) and inside (97) at a wider range (2.61 against 2.58). On round 19's
     108 it put 70 within and one fewer inside (96 against 97) at a narrower range (2.50 against 2.56). Before, it
@@ -217,25 +218,24 @@ def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
     shipped = held_out_summary(held_out)
     n = shipped.runs
     assert round(shipped.within_band * n) == 74 and round(old.within_band * n) == 68
-    assert round(shipped.inside_range * n) == 98 and round(old.inside_range * n) == 98
+    assert round(shipped.inside_range * n) == 99 and round(old.inside_range * n) == 98
     assert shipped.median_width < old.median_width
     assert calibration.best_loss([("stated", shipped), ("knee", old)]) == "stated"
-    assert old.median_error == pytest.approx(0.148, abs=0.001)
+    assert old.median_error == pytest.approx(0.1545, abs=0.001)
     old_default = held_out_summary(round_1, mfu_model.DEFAULT_STACK)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
-    assert (round(default.inside_range * n), round(old_default.inside_range * n)) == (103, 104)
+    assert (round(default.inside_range * n), round(old_default.inside_range * n)) == (103, 105)
 
 
 def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     """Round 4's search on the whole runs put the FP8 gain at 1.4, inside the published FP8/BF16 throughput ratios
     (torchtitan, OLMo-core, Megatron-LM with Transformer Engine: 1.28-1.42); round 5 states it there (two organisations'
     FP8 runs cannot set it in a fold that holds one out). The whole runs barely tell it from the round-1-3 value 1.3:
-    held there, the same search cross-validates to two runs fewer within 0.8-1.25x on round 22's 114 runs (72 against
-    74), at a larger median error (16.0 % against 15.6 %); on round 21's 111 it put two more (74 against 72), on round
-    20's 110 one fewer (69 against 70). The
-    difference comes through the other constants the search picks around it, not the three FP8 runs, and moves with
-    one run, so the gain stays stated where the benchmarks put it. Searched on round 4's grid it goes to 1.6,
-    outside every benchmark (bench/fit_mfu.py)."""
+    held there, the same search cross-validates to two runs fewer within 0.8-1.25x on round 23's 118 runs (72 against
+    74), at a larger median error (16.4 % against 16.2 %; round 22's 114 runs: 72 against 74); on round 21's 111 it put
+    two more (74 against 72), on round 20's 110 one fewer (69 against 70). The difference comes through the other
+    constants the search picks around it, not the three FP8 runs, and moves with one run, so the gain stays stated where
+    the benchmarks put it. Searched on round 4's grid it goes to 1.6, outside every benchmark (bench/fit_mfu.py)."""
     low, high = mfu_model.FP8_BENCHMARKS
     assert low <= FIT.fp8_gain <= high and FIT.fp8_gain == mfu_model.FP8_GAIN == calibration.START.fp8_gain
     assert "fp8_gain" not in calibration.GRID
@@ -244,7 +244,7 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     old = held_out_summary(stated)
     shipped = held_out_summary(held_out)
     assert (round(shipped.within_band * shipped.runs), round(old.within_band * old.runs)) == (74, 72)
-    assert (round(shipped.median_error, 3), round(old.median_error, 3)) == (0.156, 0.16)
+    assert (round(shipped.median_error, 3), round(old.median_error, 3)) == (0.162, 0.164)
     scout = next(c for c in data if c.name == "Llama 4 Scout")
     assert scout.mfu(FIT).factors["fp8"] == pytest.approx(FIT.fp8_gain * 989 / 1979)
 
@@ -252,7 +252,7 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
 def test_leaving_untied_input_embeddings_out_of_the_flops_earns_its_place(data, held_out):
     """Round 5's FLOP count (an untied input embedding is a lookup) against rounds 1-4's (every parameter in 6.N.D),
     each searched and cross-validated the same way: the lookup-free count predicts more runs within 0.8-1.25x (74
-    against 58 of 114) with a smaller median error (15.6 % against 21.8 %)."""
+    against 58 of 118) with a smaller median error (16.2 % against 22.8 %)."""
     old_cases = [calibration.whole_count(c) for c in data]
     assert sum(o.flops > c.flops for o, c in zip(old_cases, data, strict=True)) >= 40
     counted = leave_one_organisation_out(old_cases)
@@ -267,8 +267,8 @@ def test_a_class_with_runs_from_three_organisations_gets_its_own_band(data, held
     three organisations stand behind it (basic since round 9: Hugging Face, the University of Bonn, AI-Study-Han, and
     since round 10 tiny-llm-zh's author, since round 11 SmallDoges, since round 12 the FlashAttention paper's
     authors, since round 21 Giles Thomas). One pooled band for every stated class (rounds 1-4) cross-validates to a
-    wider median band (2.92 against 2.64) and a default band covering fewer runs (100 against 103 of 114), with four
-    more runs inside the stated classes' ranges (102 against 98)."""
+    wider median band (2.92 against 2.65) and a default band covering fewer runs (101 against 103 of 118), with two
+    more runs inside the stated classes' ranges (101 against 99)."""
     ll_low, ll_high = FIT.band("large-lab")
     ty_low, ty_high = FIT.band("typical")
     assert ll_high / ll_low < FIT.band("tuned")[1] / FIT.band("tuned")[0] < ty_high / ty_low
@@ -498,8 +498,9 @@ def test_the_search_never_picks_constants_above_the_published_benchmarks(data):
 
 def test_the_run_weights_are_the_ones_the_cross_validation_picks(data, held_out):
     """Whether each organisation (rounds 1-11, and since round 22) or each organisation-and-class pair (rounds 12-21)
-    weighs one in the loss is chosen by the cross-validation with the cap. On round 22's 114 runs pair weights with
-    the shipped 1.3x cap put 73 within 0.8-1.25x against 74, at a larger median error (16.0 % against 15.6 %), and
+    weighs one in the loss is chosen by the cross-validation with the cap. On round 23's 118 runs pair weights with
+    the shipped 1.3x cap put 73 within 0.8-1.25x against 74, at a larger median error (16.5 % against 16.2 %;
+    round 22: 73 against 74), and
     move ``basic`` to 0.25 of ``tuned`` (0.3 by organisation); on round 21's 111 runs pairs had put 72 within against
     65 (with the 1.8x cap)."""
     assert not calibration.LOSS_PAIRS and (calibration.LOSS_CAP, False) in calibration.LOSSES
