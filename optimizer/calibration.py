@@ -42,7 +42,8 @@ def _model(row: dict[str, str]) -> ModelSpec:
     The shape sets the attention FLOPs (12.L.d.S per token): a deep, thin model (MobileLLM 125M: 30 layers of 576)
     does 1.9x the attention work of the conventional shape ``derived_shape`` would give its parameter count. An
     untied input embedding (``tied`` = no: vocab x hidden parameters) is a lookup and leaves the FLOPs; a preset
-    carries its own.
+    carries its own. ``attention_span`` (sliding windows) and ``lookup_params_b`` (value embeddings) let a row state
+    a model such as nanochat's of 2026, whose own FLOP count a test reproduces.
     """
     if row["model"]:
         return resolve_model(row["model"])
@@ -57,7 +58,11 @@ def _model(row: dict[str, str]) -> ModelSpec:
             raise ValueError(f"{row['run']}: an untied embedding needs the published vocab and hidden size")
         vocab = int(row["vocab"])
         spec = dataclasses.replace(spec, vocab=vocab, input_embedding=float(vocab * spec.hidden))
-    return spec
+    span = float(row.get("attention_span") or 1.0)
+    lookups = float(row.get("lookup_params_b") or 0.0) * 1e9
+    if not 0.0 < span <= 1.0 or not 0.0 <= lookups < spec.active_params - spec.input_embedding:
+        raise ValueError(f"{row['run']}: attention_span must be in (0, 1] and lookup_params_b below the matmul count")
+    return dataclasses.replace(spec, attention_span=span, lookup_params=lookups)
 
 
 def job_of(row: dict[str, str], stack: str | None = None) -> Job:
@@ -140,7 +145,8 @@ class Case:
 def whole_count(case: Case) -> Case:
     """The case with every parameter in 6.N.D, an untied input embedding too: the FLOP count of rounds 1-4 of
     issue 14, kept so that an ablation can measure what leaving the lookup out is worth."""
-    job = dataclasses.replace(case.job, model=dataclasses.replace(case.job.model, input_embedding=0.0))
+    model = dataclasses.replace(case.job.model, input_embedding=0.0, lookup_params=0.0)
+    job = dataclasses.replace(case.job, model=model)
     flops = job.flops()
     return dataclasses.replace(case, job=job, flops=flops.total, attention_share=flops.attention / flops.total)
 

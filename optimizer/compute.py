@@ -7,7 +7,9 @@ count it: with a bare count's conventional shape and, unless --seq-len says othe
 (``models.ASSUMED_SEQ_LEN``), which the output names. N counts the parameters that take part in a matmul: an
 untied input embedding is a table lookup and is left out (Megatron-LM's count, 96.B.s.l.h^2.(1 + s/6h +
 V/16lh) in arXiv:2104.04473, has the logit layer's V.h once and no input-embedding term); a tied one is the
-output projection and stays in. Where the embedding is not known (a bare ``8B``) N is the whole count: a few
+output projection and stays in; so do other lookup tables a model may have (nanochat's value embeddings), and
+a layer with a sliding window attends only its window (``ModelSpec.attention_span``), both stated only by calibration
+rows. Where the embedding is not known (a bare ``8B``) N is the whole count: a few
 per cent too many FLOPs for a model of a billion parameters or more (Llama 3 8B: 6.5 %), a fifth for a 135M
 model with a 32K vocabulary. Fine-tuning with frozen base weights (LoRA, QLoRA) skips the weight-gradient
 matmuls: 4.N per token instead of 6.N, the adapters' own cost is negligible. MFU figures in this project
@@ -37,9 +39,10 @@ class Flops:
 def training_flops(model: ModelSpec, tokens: float, *, method: str = "full", seq_len: int | None = None) -> Flops:
     """FLOPs of one pass over ``tokens``, attention at ``seq_len`` or else the model's training length (a preset's
     published one; for a bare count, ``models.ASSUMED_SEQ_LEN``)."""
-    weights = WEIGHT_FLOPS_PER_PARAM[method] * (model.active_params - model.input_embedding) * tokens
+    matmul_params = model.active_params - model.input_embedding - model.lookup_params
+    weights = WEIGHT_FLOPS_PER_PARAM[method] * matmul_params * tokens
     seq = seq_len if seq_len is not None else model.train_seq_len
-    per_token = 12.0 * model.layers * model.hidden * seq
+    per_token = 12.0 * model.layers * model.hidden * seq * model.attention_span
     if method != "full":
         per_token *= WEIGHT_FLOPS_PER_PARAM[method] / 6.0
     return Flops(weights=weights, attention=per_token * tokens)

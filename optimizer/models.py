@@ -49,6 +49,11 @@ class ModelSpec:
     # (optimizer.compute). 0 when the input and output embeddings are tied (the shared matrix does the output
     # projection's work) or unknown (a bare parameter count: its FLOPs stay 6.N.D).
     input_embedding: float = 0.0
+    # Stated only by calibration rows (optimizer/data/calibration_runs.csv), never by --model: the share of the sequence
+    # an average layer attends where some layers use sliding windows (1: every layer sees the whole sequence), and
+    # parameters in lookup tables besides the input embedding (value embeddings), which do no matmul work either.
+    attention_span: float = 1.0
+    lookup_params: float = 0.0
 
     @property
     def moe(self) -> bool:
