@@ -61,7 +61,7 @@ def test_elsewhere_the_model_carries_the_team_factor_and_the_range_is_the_transf
     expected = STEADY * 0.9 * est.factors["transfer"]
     assert est.mfu.expected == pytest.approx(expected)
     t_low, t_high = FIT.transfer_band()
-    assert (t_low, t_high) == (0.62, 1.63)  # wider than the goodput range (0.83-1.11), which it holds
+    assert (t_low, t_high) == (0.62, 1.62)  # wider than the goodput range (0.83-1.11), which it holds
     assert est.mfu.low == pytest.approx(expected * t_low)
     assert est.mfu.high == pytest.approx(expected * t_high)
     # more GPUs of the measured kind are elsewhere too: across nodes the scale-out term moves the figure
@@ -105,29 +105,31 @@ def test_weighted_quantile():
 
 def test_a_measurement_earns_its_place_out_of_sample(shipped_held_out):
     """Out of sample (each run predicted from one other run of its team, constants and band from the other
-    organisations, as shipped: ``calibration.cross_validated``): 60 % within 0.8-1.25x and 90 % inside the band
-    (shipped: x0.62-1.63, the 5-95 % spread of the out-of-sample transfers; round 17's x0.61-1.63, in-sample and widened
-    13 %, held 88 %), against 62 % within a x5.2 range for a user who says nothing (the default class; round 21's 61 %
-    against 56 %; round 20's 59 % against 56 %; round 19's 58 % of 85 runs; round 18's 56 % at x5.1, with typical at
-    0.85 of tuned; round 11's 45 %; x5.7 until round 14 counted Motif 2.6B's attention): since round 22 no more runs
-    within, but a range about half as wide at a coverage still above 85 %. For the typical teams, whose class says
-    least, 59 % within against 44 % with their stack class, 16 of 18 inside both ranges (round 22's OCRonos-Vintage
+    organisations, as shipped: ``calibration.cross_validated``): 60 % within 0.8-1.25x and 89 % inside the band
+    (shipped: x0.62-1.62, the 5-95 % spread of the out-of-sample transfers; round 17's x0.61-1.63, in-sample and widened
+    13 %, held 88 %), against 47 % within a x6.6 range for a user who says nothing (the default class; round 24's six
+    nanochat records of Karpathy are slower still as typical; round 23's 60 % against 62 %; round 21's 61 % against
+    56 %; round 20's 59 % against 56 %; round 19's 58 % of 85 runs; round 18's 56 % at x5.1, with typical at 0.85 of
+    tuned; round 11's 45 %; x5.7 until round 14 counted Motif 2.6B's attention): more runs within, and a range less
+    than half as wide at a coverage still above 85 %. For the typical teams, whose class says least, 56 % within
+    against 39 % with their stack class, 16 of 18 inside both ranges (round 22's OCRonos-Vintage
     gives Pleias 3B a teammate, 13 times faster than it; round 17's 107 runs: Nemotron-3 8B gives NVIDIA's Nemotron-4
     15B a teammate; MicroLlama, round 19, has none; round 20's MiniLLM runs give each other one)."""
     cases, fits = [h.case for h in shipped_held_out], [h.fit for h in shipped_held_out]
     t = calibration.evaluate_transfers(cases, fits)
-    assert (t.runs, t.organisations, t.pairs) == (89, 20, 448)
-    assert t.within_band == pytest.approx(0.596, abs=0.005)
-    assert t.inside_range == pytest.approx(0.899, abs=0.001)
+    assert (t.runs, t.organisations, t.pairs) == (95, 20, 514)
+    assert t.within_band == pytest.approx(0.603, abs=0.005)
+    assert t.inside_range == pytest.approx(0.891, abs=0.001)
     teamed = [k for k, mates in enumerate(calibration.same_team(cases)) if mates]
     silent = calibration.evaluate([cases[k] for k in teamed], [fits[k] for k in teamed], mfu_model.DEFAULT_STACK)
-    assert silent.within_band == pytest.approx(55 / 89)
+    assert silent.within_band == pytest.approx(45 / 95)
+    assert silent.within_band < t.within_band
     low, high = FIT.transfer_band()
     assert high / low < silent.median_width * 0.6
     typical = [k for k in teamed if cases[k].stack == "typical"]
     t_typ = calibration.evaluate_transfers([cases[k] for k in typical], [fits[k] for k in typical])
     s_typ = calibration.evaluate([cases[k] for k in typical], [fits[k] for k in typical])
-    assert t_typ.within_band > s_typ.within_band == pytest.approx(8 / 18)
+    assert t_typ.within_band > s_typ.within_band == pytest.approx(7 / 18)
     assert t_typ.inside_range == pytest.approx(16 / 18) and s_typ.inside_range == pytest.approx(16 / 18)
 
 
