@@ -301,8 +301,8 @@ def test_a_published_shape_sets_the_attention_flops():
 
 
 def test_a_row_states_sliding_windows_and_value_embeddings_as_nanochat_counts_them():
-    """Karpathy's nanochat leaderboard Run 1 (d24 at commit 348fbb3, 16,704 steps of 524,288 tokens; the row round 24
-    may add): 24 layers of 1,536, vocabulary 32,768 untied, value embeddings of 32,768 x 1,536 on 12 layers (lookups,
+    """Karpathy's nanochat leaderboard Run 1 (d24 at commit 348fbb3, 16,704 steps of 524,288 tokens; row 191 since
+    round 24): 24 layers of 1,536, vocabulary 32,768 untied, value embeddings of 32,768 x 1,536 on 12 layers (lookups,
     as the input table), the "SSSL" pattern of half-length windows with the last layer long (6 long, 18 short: span
     0.625). nanochat's own count, logged by wandb as total_training_flops, is 4.330784131228946e+19; costopt's differs
     only by the 48 residual scalars nanochat leaves out (6 x 48 FLOPs per token)."""
@@ -313,12 +313,27 @@ def test_a_row_states_sliding_windows_and_value_embeddings_as_nanochat_counts_th
            "lookup_params_b": "0.603979776"}  # fmt: skip
     case = Case.of(row)
     assert case.flops == pytest.approx(4.330784131228946e19 + 6 * 48 * 8.757706752e9, rel=1e-12)
+    shipped = next(r for r in rows() if r["id"] == "191")  # the row as the calibration file holds it
+    assert Case.of(shipped).flops == pytest.approx(case.flops, rel=1e-12) and shipped["stack"] == "tuned"
     assert case.job.flops().attention == pytest.approx(12 * 1536 * (6 * 2048 + 18 * 1024) * 8.757706752e9)
     assert calibration.predict(row).estimate.flops.total == pytest.approx(case.flops)  # the estimate path agrees
     assert calibration.whole_count(case).flops > case.flops + 6 * 0.6e9 * 8.7e9  # rounds 1-4 counted the lookups
     for bad in ({"attention_span": "1.5"}, {"attention_span": "0"}, {"lookup_params_b": "2"}):
         with pytest.raises(ValueError, match="attention_span"):
             Case.of({**row, **bad})
+
+
+def test_the_nanochat_rows_count_the_flops_nanochat_counts():
+    """Rows 191-197 (round 24): each row's FLOPs per token, from its parameters, value embeddings, vocabulary, width
+    and window span, is nanochat's own ``estimate_flops`` at the run's commit (worked from the code, and for Run 1
+    checked against its logged total) plus the residual scalars nanochat leaves out (42-74 of them, 6 FLOPs each)."""
+    nanochat = {"191": 4_945_112_064, "192": 6_185_320_128, "193": 6_185_320_128, "194": 4_945_112_064,
+                "195": 4_860_160_128, "196": 4_775_225_472, "197": 2_886_212_784}  # fmt: skip
+    by_id = {r["id"]: r for r in rows()}
+    for run_id, per_token in nanochat.items():
+        row = by_id[run_id]
+        counted = Case.of(row).flops / (float(row["tokens_b"]) * 1e9)
+        assert 0 < counted - per_token < 6 * 80, (run_id, counted - per_token)
 
 
 def test_an_untied_row_names_its_vocabulary_and_width():
