@@ -340,6 +340,17 @@ def test_the_nanochat_rows_count_the_flops_nanochat_counts():
         assert 0 < counted - per_token < 6 * 80, (run_id, counted - per_token)
 
 
+def test_round_25s_nanochat_row_counts_the_flops_its_report_prints():
+    """Row 200 (rehaanahmad2013's d20 at upstream d575940): its report prints "Number of FLOPs per token: 3.491758e+09"
+    and "Total training flops: 3.917670e+19" for 11,219,763,200 tokens; the row's parameters, untied vocabulary of
+    65,536, 20 layers of 1,280 and 2,048-token sequence give both, to the digits printed."""
+    row = next(r for r in rows() if r["id"] == "200")
+    case = Case.of(row)
+    assert case.flops / 11_219_763_200 == pytest.approx(3.491758e9, rel=1e-6)
+    assert case.flops == pytest.approx(3.917670e19, rel=1e-6)
+    assert case.published_gpu_hours == pytest.approx(171.99 / 60 * 8, abs=0.001)
+
+
 def test_an_untied_row_names_its_vocabulary_and_width():
     """An untied input embedding leaves vocab x hidden parameters out of the FLOPs: a row that says so without the
     published vocabulary and width cannot be computed, and says which row."""
