@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 
 import pytest
 
@@ -340,13 +341,17 @@ def test_the_nanochat_rows_count_the_flops_nanochat_counts():
         assert 0 < counted - per_token < 6 * 80, (run_id, counted - per_token)
 
 
-def test_round_25s_nanochat_row_counts_the_flops_its_report_prints():
-    """Row 200 (rehaanahmad2013's d20 at upstream d575940): its report prints "Number of FLOPs per token: 3.491758e+09"
-    and "Total training flops: 3.917670e+19" for 11,219,763,200 tokens; the row's parameters, untied vocabulary of
-    65,536, 20 layers of 1,280 and 2,048-token sequence give both, to the digits printed."""
-    row = next(r for r in rows() if r["id"] == "200")
-    case = Case.of(row)
-    assert case.flops / 11_219_763_200 == pytest.approx(3.491758e9, rel=1e-6)
+def test_the_rows_whose_reports_print_flops_per_token_count_them():
+    """Every row whose source quotes nanochat's report line "Number of FLOPs per token" (rows 187 and 200: the
+    autumn-2025 d20, full attention, no value embeddings or residual scalars) gives that figure from its own
+    parameters, untied vocabulary, depth, width and sequence, to the digits printed; row 200's report also prints its
+    total, "Total training flops: 3.917670e+19", and its 171.99 minutes on 8 GPUs."""
+    quoted = re.compile(r"FLOPs per token: ([0-9.]+e[+-]?[0-9]+)")
+    printed = {r["id"]: (r, float(m.group(1))) for r in rows() if (m := quoted.search(r["source"]))}
+    assert set(printed) == {"187", "200"}
+    for row, per_token in printed.values():
+        assert Case.of(row).flops / (float(row["tokens_b"]) * 1e9) == pytest.approx(per_token, rel=1e-6), row["id"]
+    case = Case.of(printed["200"][0])
     assert case.flops == pytest.approx(3.917670e19, rel=1e-6)
     assert case.published_gpu_hours == pytest.approx(171.99 / 60 * 8, abs=0.001)
 
