@@ -106,6 +106,10 @@ def main() -> None:
             )
 
     measured_table(data, held)
+    print(
+        "\nwhat the shipped ranges held out of sample, as FITTED labels them (mfu.Fit.held, measured_held):\n"
+        f"  held={calibration.held_by_class(held)!r}, measured_held={calibration.measured_held(held)!r}"
+    )
 
     misses = [h for h in held if not h.case.inside(h.fit)]
     print(f"\noutside [low, high] out of sample ({len(misses)}):")

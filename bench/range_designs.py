@@ -63,6 +63,7 @@ class Design:
     name: str
     cell: Callable[[Case], bool] | None = None  # a second cut inside each class; None: the class alone (shipped)
     team_weighted: bool = False  # each organisation-and-class pair's runs share one weight in the quantiles
+    conformal: bool = False  # the edges at split-conformal ranks (calibration.conformal_span): round 26's candidate
 
 
 DESIGNS = (
@@ -71,6 +72,7 @@ DESIGNS = (
     Design("by class and 64 GPUs or more", cell=lambda c: c.gpus >= 64),
     Design("by class and size (above 1.5B parameters)", cell=lambda c: c.job.model.active_params > 1.5e9),
     Design("by class, each team weighing one", team_weighted=True),
+    Design("by class, conformal ranks (round 26)", conformal=True),
 )
 
 
@@ -87,6 +89,8 @@ def read_band(design: Design, group: Sequence[tuple[Case, float]]) -> Band:
     """The CV_BAND_QUANTILES span of the log residuals of ``group``, as ``cross_validated_band_for`` reads it (or
     team-weighted, ``calibration.weighted_quantile``)."""
     logs = [x for _, x in group]
+    if design.conformal:
+        return calibration.conformal_span(logs)
     if not design.team_weighted:
         return calibration.cross_validated_band_for(logs)
     counts = Counter((c.organisation, c.stack) for c, _ in group)

@@ -154,16 +154,18 @@ def mfu_source(est: Estimate) -> str:
 def range_means(est: Estimate) -> str:
     """What low and high stand for, so that a range is read as what it claims (README, *What the estimates
     assume*): a single figure under --mfu; the goodput's and the teammate transfers' spread under --measured; else
-    the stack class's 90 % range, read off the calibration runs' out-of-sample errors (round 18 of issue 14)."""
+    the stack class's range, read off the calibration runs' out-of-sample errors (round 18 of issue 14) and labelled
+    by what it held out of sample (round 26)."""
     if est.given_mfu is not None:
         return "none: --mfu gives one MFU, so low = expected = high"
     if est.job.measured is not None:
         return (
-            "on the measured GPUs and count the goodput's range, elsewhere a 90 % range of a team's run predicted from "
-            "another of its runs; low GPU-hours and wall time = the fastest plausible outcome (the high MFU)"
+            "on the measured GPUs and count the goodput's range, elsewhere "
+            f"{mfu_model.transfer_claim()} of a team's run predicted from another of its runs; "
+            "low GPU-hours and wall time = the fastest plausible outcome (the high MFU)"
         )
     return (
-        f"a 90 % range for a {est.job.stack} team (the 5-95 % spread of the calibration runs' out-of-sample errors); "
+        f"for a {est.job.stack} team, {mfu_model.range_claim(est.job.stack)}; "
         "low GPU-hours and wall time = the fastest plausible outcome (the high MFU)"
     )
 

@@ -306,9 +306,7 @@ def _print_human(
     footer = [
         f"* = Pareto front: no option is both cheaper and faster. Options slower than {horizon_days:g} days come last"
         + (f" ({slow} of these: the last {slow})." if slow else "."),
-        band_line(rows, "goodput and same-team transfer band: --measured" if info["measured"] else None)
-        if info["mfu"] is None
-        else "",
+        band_line(rows, _range_basis(job)) if info["mfu"] is None else "",
         speed_line(rows),
         _precision_line(rows, info["precision"]),
         "age: since the source's own time (AWS offer-file publication, a recording's declared vintage, else when "
@@ -365,6 +363,15 @@ def _stale_line(stale: list[dict[str, Any]]) -> str:
     )
 
 
+def _range_basis(job) -> str:
+    """What the footer's range is, as measured out of sample (``mfu.range_claim``): a class's, or --measured's."""
+    from optimizer import mfu
+
+    if job.measured is not None:
+        return f"goodput and same-team transfer band: --measured, {mfu.transfer_claim()}"
+    return mfu.range_claim(job.stack)
+
+
 def _explain(job, wide: bool = False, mfu_given: float | None = None) -> None:
     """Every assumption the plan rests on, one row each: what, the value used, and where it comes from. With
     ``mfu_given`` (--mfu) the model's factors are not used and are not listed."""
@@ -382,8 +389,7 @@ def _explain(job, wide: bool = False, mfu_given: float | None = None) -> None:
     band = (
         "MFU band",
         f"x{band_low:g} (slowest) to x{band_high:g} (fastest)",
-        f"a 90 % range: 5-95 % of the calibration runs' out-of-sample errors, {job.stack}'s own where 3 "
-        "organisations stand behind it",
+        f"{mfu.range_claim(job.stack)} ({job.stack}'s own where 3 organisations stand behind it)",
     )
     if job.measured is not None:
         t_low, t_high = fit.transfer_band()
@@ -397,7 +403,7 @@ def _explain(job, wide: bool = False, mfu_given: float | None = None) -> None:
             "MFU band",
             f"on the measured GPUs goodput {g_low:g}-{g_high:g} of {measured.GOODPUT:g}; elsewhere "
             f"x{t_low:g}-x{t_high:g}",
-            "stated; a run predicted from another run of its team: 5-95 % of the calibration's out-of-sample errors",
+            f"stated; a run predicted from another run of its team: {mfu.transfer_claim()}",
         )
     attention = f" + attention 12.L.d.S per token, {sequence_note(job)}"
     # the model's MFU: its factors, band and ceiling; under --mfu none applies, and one row says what does

@@ -61,7 +61,8 @@ def test_every_included_run_names_its_organisation_stack_source_and_a_known_gpu(
 def test_the_shipped_constants_are_what_the_search_picks(data, held_out):
     """A run added to the calibration file without a refit fails here: FITTED must follow the data, its constants
     the search on every run, its ranges the runs' out-of-sample residuals (round 18)."""
-    assert calibration.calibrated(data, held=held_out) == FIT
+    unlabelled = dataclasses.replace(FIT, held=(), measured_held=None)  # the labels: the next test
+    assert calibration.calibrated(data, held=held_out) == unlabelled
     picked = search(data)
     ranges = {
         "band_low": FIT.band_low,
@@ -69,7 +70,37 @@ def test_the_shipped_constants_are_what_the_search_picks(data, held_out):
         "bands": FIT.bands,
         "measured_band": FIT.measured_band,
     }
-    assert dataclasses.replace(picked, **ranges) == FIT
+    assert dataclasses.replace(picked, **ranges) == unlabelled
+
+
+def test_each_range_is_labelled_by_what_it_held_out_of_sample(shipped_held_out):
+    """Round 26: the range was called "a 90 % range" while it held 84 % of the runs out of sample. FITTED now carries
+    what each class's range held (the whole procedure cross-validated by organisation), and the labels of plan and
+    estimate read it, so a label is a measurement. A refit that moves what a range holds fails here until FITTED says
+    it."""
+    assert calibration.held_by_class(shipped_held_out) == FIT.held
+    assert calibration.measured_held(shipped_held_out) == FIT.measured_held
+    inside, runs = FIT.held_by("typical") or (0, 0)
+    everyone = FIT.held_by("default") or (0, 0)
+    claim = mfu_model.range_claim("typical")
+    assert f"held {inside} of {runs} typical runs ({round(100 * inside / runs)} %)" in claim
+    assert f"{everyone[0]} of {everyone[1]} of any class" in claim
+    assert "of any class" not in mfu_model.range_claim("tuned")
+    assert mfu_model.range_claim("tuned", dataclasses.replace(FIT, held=())).startswith("a range read at 5-95 %")
+
+
+def test_a_conformal_span_takes_the_finite_sample_ranks():
+    """calibration.conformal_span, round 26's candidate read of a range: of n sorted residuals the low edge at rank
+    max(1, floor((n + 1) x 0.05)) and the high at min(n, ceil((n + 1) x 0.95)), never interpolated; the extremes
+    below 19 runs; never inside 1."""
+    ratios = [1 + i / 100 for i in range(-40, 59)]  # 99 runs: ranks 5 and 95
+    assert calibration.conformal_span([math.log(r) for r in ratios]) == (0.64, 1.54)
+    few = [0.6, 0.7, 0.9, 1.1, 1.3, 1.5]  # 6 runs: the extremes
+    assert calibration.conformal_span([math.log(r) for r in few]) == (0.6, 1.5)
+    assert calibration.conformal_span([math.log(r) for r in (1.1, 1.2, 1.3)]) == (1.0, 1.3)
+    # the interpolated 5-95 % read of the same 99 runs sits inside the conformal one
+    low, high = calibration.cross_validated_band_for([math.log(r) for r in ratios])
+    assert low > 0.64 and high < 1.54
 
 
 def test_the_shipped_ranges_cover_what_they_claim_out_of_sample(held_out, shipped_held_out):
