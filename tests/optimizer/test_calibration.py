@@ -106,59 +106,65 @@ def test_a_conformal_span_takes_the_finite_sample_ranks():
 def test_the_shipped_ranges_cover_what_they_claim_out_of_sample(held_out, shipped_held_out):
     """The headline (README, bench/calibration.py): the whole procedure that ships, constants AND ranges,
     cross-validated by organisation. Each range claims 90 % (the 5-95 % span of out-of-sample residuals) and
-    holds 113 of 134 (84.3 %; round 24: 106 of 125, round 23: 98 of 118, round 22: 97 of 114, round 21: 98 of 111);
-    the median range is x2.61 (round 24: x2.61; round 23: x2.59; round 22: x2.53; round 21: x2.56; round 19: x2.31;
+    holds 116 of 137 (84.7 %; round 25: 113 of 134, round 24: 106 of 125, round 23: 98 of 118, round 22: 97 of 114,
+    round 21: 98 of 111);
+    the median range is x2.58 (round 25: x2.61; round 24: x2.61; round 23: x2.59; round 22: x2.53; round 21: x2.56;
+    round 19: x2.31;
     round 20's two MiniLLM runs, tuned by the rule and about 0.5x out of sample, moved the tuned class's lower edge to
     about 0.5, and the median run is a tuned one).
 
     Issue 14's targets: with the default class for every run, >= 85 % inside: met (91 %). >= 85 % inside is not
-    since round 23 (84.3 %, one run short: the small published recipes run by individuals, typical by the rule, land
+    since round 23 (84.7 %, one run short, as in rounds 24 and 25: the small published recipes run by individuals,
+    typical by the rule, land
     at 1.4-2.8x, nanochat's d20 on 8 H100 three times and llm.c on 8 H100 above their folds' typical range; of round
-    24's seven, Karpathy's leaderboard Run 1 at 1.53x is outside), median error <= 15 % not since round 22 (19.0 %;
-    round 21: 14.7 %), median range <= x2.5 not since round 20 (x2.61), nor within 0.8-1.25x (75 %): 57 %, 77 of 134.
-    Rounds 1-17's ranges (in-sample 10-90 % spread, each edge widened 13 %) hold 109 at a median x2.90; read off the
-    in-sample residuals with no widening they hold only 92 (69 %, below the 80 % the span claims in sample).
+    24's seven, Karpathy's leaderboard Run 1 at 1.53x is outside; round 26's three are inside), median error <= 15 %
+    not since round 22 (19.0 %; round 21: 14.7 %), median range <= x2.5 not since round 20 (x2.58), nor within
+    0.8-1.25x (75 %): 57 %, 78 of 137. Rounds 1-17's ranges (in-sample 10-90 % spread, each edge widened 13 %) hold
+    111 at a median x2.90; read off the in-sample residuals with no widening they hold only 95 (69 %, below the 80 %
+    the span claims in sample).
     """
     s = held_out_summary(shipped_held_out)
-    assert s.runs == 134
-    assert (round(s.within_band * s.runs), round(s.inside_range * s.runs)) == (77, 113)
-    assert s.median_width == pytest.approx(2.609, abs=0.001)
-    assert s.median_error == pytest.approx(0.1898, abs=0.001)
+    assert s.runs == 137
+    assert (round(s.within_band * s.runs), round(s.inside_range * s.runs)) == (78, 116)
+    assert s.median_width == pytest.approx(2.577, abs=0.001)
+    assert s.median_error == pytest.approx(0.190, abs=0.001)
     default = held_out_summary(shipped_held_out, mfu_model.DEFAULT_STACK)
-    assert round(default.inside_range * s.runs) == 122
+    assert round(default.inside_range * s.runs) == 124
     old = held_out_summary(held_out)  # each fold with the in-sample ranges widened by BAND_MARGIN
-    assert (round(old.inside_range * old.runs), round(old.median_width, 2)) == (109, 2.9)
+    assert (round(old.inside_range * old.runs), round(old.median_width, 2)) == (111, 2.9)
     assert s.median_width < old.median_width
     assert [h.fit.base for h in shipped_held_out] == [h.fit.base for h in held_out]  # the same constants, per fold
 
 
 def test_a_range_read_off_in_sample_residuals_is_too_narrow_out_of_sample(data, held_out):
-    """Why the ranges are cross-validated: the in-sample 10-90 % spread, unwidened, holds 92 of 134 runs of
-    organisations held out (69 %; round 24: 87 of 125; round 23: 89 of 118; round 22: 89 of 114; round 21: 84 of
+    """Why the ranges are cross-validated: the in-sample 10-90 % spread, unwidened, holds 95 of 137 runs of
+    organisations held out (69 %; round 25: 92 of 134; round 24: 87 of 125; round 23: 89 of 118; round 22: 89 of 114;
+    round 21: 84 of
     111); the search fits what it sees. Round 1 answered with a 13 % margin on each edge, a judgement; the
     out-of-sample residuals measure it, per class."""
     organisations = {h.case.organisation: h.fit for h in held_out}
     others = {o: [c for c in data if c.organisation != o] for o in organisations}
     bare = {o: calibration.with_bands(f, others[o], margin=1.0) for o, f in organisations.items()}
     s = held_out_summary([HeldOut(h.case, bare[h.case.organisation]) for h in held_out])
-    assert round(s.inside_range * s.runs) == 92
+    assert round(s.inside_range * s.runs) == 95
 
 
 def test_in_sample_figures(data):
     """What bench/calibration.py prints for the shipped constants on every run (README, Calibration)."""
     s = evaluate(data, [FIT] * len(data))
-    assert len(data) == 134
-    assert round(s.within_band * 134) == 81
-    assert round(s.inside_range * 134) == 116
+    assert len(data) == 137
+    assert round(s.within_band * 137) == 82
+    assert round(s.inside_range * 137) == 119
     assert s.median_width == pytest.approx(2.538, abs=0.001)
-    assert s.median_error == pytest.approx(0.1818, abs=0.001)
+    assert s.median_error == pytest.approx(0.1884, abs=0.001)
     assert 0.9 <= s.median_ratio <= 1.1
 
 
 def test_leave_one_organisation_out_figures(held_out):
     """Each organisation predicted by constants chosen without any of its runs, each fold with the ranges its own runs
     show in sample, widened 13 % (BAND_MARGIN): the quick cross-validation every search variant and loss is compared by,
-    and rounds 1-17's headline (round 25's 134 runs: 57 % within, 81 % inside, x2.90, 19.0 %, default 87 %; round
+    and rounds 1-17's headline (round 26's 137 runs: 57 % within, 81 % inside, x2.90, 19.0 %, default 86 %; round
+    25's 134 runs: 57 % within, 81 % inside, x2.90, 19.0 %, default 87 %; round
     24's 125 runs: 60 % within, 82 % inside, x2.83, 17.5 %, default 87 %; round 23's
     118 runs: 63 % within, 84 % inside, x2.65, 16.2 %, default 87 %; round 22's
     114 runs: 65 % within, 86 % inside, x2.64, 15.6 %, default 90 %; round 21's 111 runs: 65 % within, 88 % inside,
@@ -168,19 +174,21 @@ def test_leave_one_organisation_out_figures(held_out):
     above); the nested one, the loss chosen without the held-out organisation too, is in the README."""
     s = held_out_summary(held_out)
     assert s.median_width == pytest.approx(2.902, abs=0.001)
-    assert s.median_error == pytest.approx(0.1898, abs=0.001)
-    assert (round(s.within_band * s.runs), round(s.inside_range * s.runs)) == (77, 109)
+    assert s.median_error == pytest.approx(0.190, abs=0.001)
+    assert (round(s.within_band * s.runs), round(s.inside_range * s.runs)) == (78, 111)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
-    assert default.inside_range >= 0.85 and round(default.inside_range * s.runs) == 117
+    assert default.inside_range >= 0.85 and round(default.inside_range * s.runs) == 118
 
 
 def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
     """Rounds 2-5's loss, the plain mean |log error|, searched and cross-validated the same way: runs far
-    off weigh in full, on either side, and 13 runs fewer land within 0.8-1.25x (64 of 134), fewer inside
-    the range (107 against 109), at a larger median error (22.8 % against 19.0 %); searched on every run it puts
-    typical at 0.95 of tuned and large-lab at 1.05. On round 25's 134 runs, with each organisation-and-class pair
-    weighing one, the 1.8x cap puts 77 within and 109 inside, 1.3x and 1.5x 77 and 108, 2x 73 and 110, so the rule
-    (most within, then most inside, then the narrower range) keeps 1.8x (round 24's 125: 75 and 103 against 75 and
+    off weigh in full, on either side, and 4 runs fewer land within 0.8-1.25x (74 of 137; round 25: 64 of 134, 13
+    fewer), fewer inside the range (109 against 111), at a larger median error (20.7 % against 19.0 %); searched on
+    every run it puts typical at 0.95 of tuned and large-lab at 1.1 (round 25: 1.05). On round 26's 137 runs, with
+    each organisation-and-class pair weighing one, the 1.8x cap puts 78 within and 111 inside, 1.3x and 1.5x 78 and
+    110, 2x 78 and 111 at the same median range (the tie goes to the shipped cap), so the rule (most within, then most
+    inside, then the narrower range) keeps 1.8x (round 25's 134: 77 and 109 against 77 and 108 for 1.3x and 1.5x, 73
+    and 110 for 2x; round 24's 125: 75 and 103 against 75 and
     101 for 1.3x and 1.5x; round 23's 118, with organisation weights:
     1.3x 74, 1.5x 70, 1.8x 66, 2x 57 within; round 21's 111 runs, with pair weights: 1.8x 72, 1.5x 71, 1.3x 69, 2x
     64); searched on every run 1.8x and 1.3x both put typical at 0.9 of tuned."""
@@ -188,14 +196,14 @@ def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
     old = held_out_summary(uncapped)
     shipped = held_out_summary(held_out)
     n = shipped.runs
-    assert (round(old.within_band * n), round(shipped.within_band * n)) == (64, 77)
-    assert (round(old.inside_range * n), round(shipped.inside_range * n)) == (107, 109)
-    assert shipped.median_error < old.median_error - 0.03
+    assert (round(old.within_band * n), round(shipped.within_band * n)) == (74, 78)
+    assert (round(old.inside_range * n), round(shipped.inside_range * n)) == (109, 111)
+    assert shipped.median_error < old.median_error - 0.015
     plain = search(data, loss_cap=None)
-    assert (plain.typical, plain.large_lab) == (0.95, 1.05) and (FIT.typical, FIT.large_lab) == (0.9, 1.0)
+    assert (plain.typical, plain.large_lab) == (0.95, 1.1) and (FIT.typical, FIT.large_lab) == (0.9, 1.0)
     assert search(data, loss_cap=1.3).typical == 0.9
     judged: list[tuple[float | None, calibration.Summary]] = [(calibration.LOSS_CAP, shipped), (None, old)]
-    for cap, pinned in ((1.3, (77, 108)), (1.5, (77, 108)), (2.0, (73, 110))):
+    for cap, pinned in ((1.3, (78, 110)), (1.5, (78, 110)), (2.0, (78, 111))):
         other = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(cap)))
         assert (round(other.within_band * n), round(other.inside_range * n)) == pinned
         judged.append((cap, other))
@@ -219,9 +227,10 @@ def test_an_organisation_is_held_out_whole(data, held_out):
 
 
 def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
-    """Without classes (every run 'tuned') the same search puts fewer runs within 0.8-1.25x (63 against 77 of 134) at a
-    larger median error (25.7 % against 19.0 %); it puts one more inside its range (110 against 109), at a narrower
-    median range (2.86 against 2.90: since round 25 the classes widen it; round 24's 125 runs: 68 against 75 within,
+    """Without classes (every run 'tuned') the same search puts fewer runs within 0.8-1.25x (70 against 78 of 137) at a
+    larger median error (21.5 % against 19.0 %); it puts four more inside its range (115 against 111), at a wider
+    median range (2.96 against 2.90). (Round 25's 134 runs: 63 against 77 within, 25.7 % against 19.0 %, 110 against
+    109 inside at 2.86 against 2.90; round 24's 125 runs: 68 against 75 within,
     2.89 against 2.83, 17.9 % against 17.5 %). (Round 23's 118 runs: 68 against 74 within; round 22's 114 runs: 68
     against 74; round 21's 111 runs: 62 against 72; round 20's 110 runs: 67 against 70; round 19's 108 runs: 67
     against 70; round 17's 107 runs: 66 against 69; round 11's 99 runs: 61 against 63 within, 19.9 % against
@@ -231,18 +240,19 @@ def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
     without = leave_one_organisation_out(data, searcher=lambda d: search(d, start=flat, grid=grid))
     flat_s = held_out_summary(without)
     shipped = held_out_summary(held_out)
-    assert (round(shipped.within_band * shipped.runs), round(flat_s.within_band * flat_s.runs)) == (77, 63)
-    assert (round(shipped.inside_range * shipped.runs), round(flat_s.inside_range * flat_s.runs)) == (109, 110)
+    assert (round(shipped.within_band * shipped.runs), round(flat_s.within_band * flat_s.runs)) == (78, 70)
+    assert (round(shipped.inside_range * shipped.runs), round(flat_s.inside_range * flat_s.runs)) == (111, 115)
     assert shipped.median_width == pytest.approx(2.902, abs=0.001)
-    assert flat_s.median_width == pytest.approx(2.863, abs=0.001)
-    assert shipped.median_error < flat_s.median_error - 0.05
+    assert flat_s.median_width == pytest.approx(2.962, abs=0.001)
+    assert shipped.median_error < flat_s.median_error - 0.02
 
 
 def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
     """Round 1's sharp knee, 1 / (1 + (T.G/N)^2) on every job, searched the same way, against compute / (compute + sync)
-    charged only across nodes. On round 25's 134 runs the knee puts fewer runs within 0.8-1.25x (74 against 77),
-    four fewer inside its range (105 against 109) at a wider median range (3.06 against 2.90), with a larger median
-    error (19.9 % against 19.0 %) and one fewer inside the default class's range (116 against 117). On round 24's 125
+    charged only across nodes. On round 26's 137 runs the knee puts fewer runs within 0.8-1.25x (75 against 78),
+    six fewer inside its range (105 against 111) at a wider median range (3.00 against 2.90), with a larger median
+    error (20.2 % against 19.0 %) and one fewer inside the default class's range (117 against 118). On round 25's 134
+    runs it put 74 against 77 within, 105 against 109 inside, 19.9 % against 19.0 %. On round 24's 125
     runs it put 71 against 75 within, 95 against 103 inside, 18.9 % against 17.5 %. On round 23's 118
     runs it put 68 against 74 within, one fewer inside (98 against 99), 15.5 % against 16.2 %. On round 22's 114 runs
     it put 68 against 74 within, as many inside (98), 14.8 % against 15.6 %. On round 21's 111 runs it put
@@ -259,22 +269,23 @@ def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
     old = held_out_summary(round_1)
     shipped = held_out_summary(held_out)
     n = shipped.runs
-    assert round(shipped.within_band * n) == 77 and round(old.within_band * n) == 74
-    assert round(shipped.inside_range * n) == 109 and round(old.inside_range * n) == 105
+    assert round(shipped.within_band * n) == 78 and round(old.within_band * n) == 75
+    assert round(shipped.inside_range * n) == 111 and round(old.inside_range * n) == 105
     assert shipped.median_width < old.median_width
     assert calibration.best_loss([("stated", shipped), ("knee", old)]) == "stated"
-    assert old.median_error == pytest.approx(0.1987, abs=0.001)
+    assert old.median_error == pytest.approx(0.2015, abs=0.001)
     old_default = held_out_summary(round_1, mfu_model.DEFAULT_STACK)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
-    assert (round(default.inside_range * n), round(old_default.inside_range * n)) == (117, 116)
+    assert (round(default.inside_range * n), round(old_default.inside_range * n)) == (118, 117)
 
 
 def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     """Round 4's search on the whole runs put the FP8 gain at 1.4, inside the published FP8/BF16 throughput ratios
     (torchtitan, OLMo-core, Megatron-LM with Transformer Engine: 1.28-1.42); round 5 states it there (two organisations'
     FP8 runs cannot set it in a fold that holds one out). The whole runs barely tell it from the round-1-3 value 1.3:
-    held there, the same search cross-validates to three runs fewer within 0.8-1.25x on round 25's 134 runs (74 against
-    77), at a larger median error (19.3 % against 19.0 %; round 24's 125: 72 against 75; round 23's 118 runs and round
+    held there, the same search cross-validates to three runs fewer within 0.8-1.25x on round 26's 137 runs (75 against
+    78), at a larger median error (19.4 % against 19.0 %; round 25's 134: 74 against 77; round 24's 125: 72 against 75;
+    round 23's 118 runs and round
     22's 114: 72 against 74); round
     24's five FP8 nanochat runs are Karpathy's, one organisation again; on round 21's 111 it put
     two more (74 against 72), on round 20's 110 one fewer (69 against 70). The difference comes through the other
@@ -287,8 +298,8 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     stated = leave_one_organisation_out(data, searcher=lambda d: search(d, start=older))
     old = held_out_summary(stated)
     shipped = held_out_summary(held_out)
-    assert (round(shipped.within_band * shipped.runs), round(old.within_band * old.runs)) == (77, 74)
-    assert (round(shipped.median_error, 3), round(old.median_error, 3)) == (0.19, 0.193)
+    assert (round(shipped.within_band * shipped.runs), round(old.within_band * old.runs)) == (78, 75)
+    assert (round(shipped.median_error, 3), round(old.median_error, 3)) == (0.19, 0.194)
     scout = next(c for c in data if c.name == "Llama 4 Scout")
     assert scout.mfu(FIT).factors["fp8"] == pytest.approx(FIT.fp8_gain * 989 / 1979)
 
@@ -566,9 +577,16 @@ def test_the_search_never_picks_constants_above_the_published_benchmarks(data):
     A100-80GB above MosaicML's measured 53.33 % MFU are not admissible, however well they fit (round 12's 1.5x cap
     found base 0.56 unbound, 54.3 % there). Since round 17 AMD's own steady rate for AMD-OLMo-1B on 64 MI250 (26.6 %
     MFU, the source of the stated CDNA 2 factor) binds too: the constants the 1.8x cap found without it (bandwidth
-    exponent 0.8, base 0.52) put that job's whole run at 27.1 %."""
+    exponent 0.8, base 0.52) put that job's whole run at 27.1 %. Since round 26 llm-foundry's H100 rows at 512 GPUs
+    and on one node bind too: without them round 26's refit moved the bandwidth exponent to 0.4 and put MPT 30B on 8
+    H100 at 41.3 %, against MosaicML's 38.11 %."""
     marks = calibration.BENCHMARKS
-    assert len(marks) == 19 and {b.gpu.name for b in marks} == {"A100-80GB", "A100-40GB", "H100-SXM", "MI250"}
+    mpt30_h100 = next(b for b in marks if b.model == "MPT 30B" and b.gpu.name == "H100-SXM" and b.gpus == 8)
+    assert mpt30_h100.mfu == 0.3811
+    round_26_unbound = dataclasses.replace(FIT, bandwidth_exponent=0.4, thin_params_per_gpu=1.4e6, moe=0.65)
+    assert not calibration.below_benchmarks(round_26_unbound, [mpt30_h100])
+    assert calibration.below_benchmarks(round_26_unbound, [b for b in marks if b.gpu.name != "H100-SXM"])
+    assert len(marks) == 28 and {b.gpu.name for b in marks} == {"A100-80GB", "A100-40GB", "H100-SXM", "MI250"}
     mpt70 = next(b for b in marks if b.model == "MPT 70B" and b.gpu.name == "A100-80GB")
     assert (mpt70.gpus, mpt70.mfu) == (64, 0.5333)
     amd = next(b for b in marks if b.model == "AMD-OLMo-1B")
@@ -591,16 +609,17 @@ def test_the_search_never_picks_constants_above_the_published_benchmarks(data):
 
 def test_the_run_weights_are_the_ones_the_cross_validation_picks(data, held_out):
     """Whether each organisation (rounds 1-11, 22-23) or each organisation-and-class pair (rounds 12-21, and since
-    round 24) weighs one in the loss is chosen by the cross-validation with the cap. On round 25's 134 runs
-    organisation weights with the shipped 1.8x cap put 72 within 0.8-1.25x against 77, at a larger median error
-    (21.1 % against 19.0 %; round 24's 125: 66 against 75), and move ``basic`` to 0.35 of ``tuned`` (0.3 by pair); on
+    round 24) weighs one in the loss is chosen by the cross-validation with the cap. On round 26's 137 runs
+    organisation weights with the shipped 1.8x cap put 72 within 0.8-1.25x against 78, at a larger median error
+    (20.1 % against 19.0 %; round 25's 134: 72 against 77; round 24's 125: 66 against 75), and move ``basic`` to 0.35 of
+    ``tuned`` (0.3 by pair); on
     round 23's 118 runs, with the
     1.3x cap then shipped, pairs had put 73 within against 74."""
     assert calibration.LOSS_PAIRS and (calibration.LOSS_CAP, True) in calibration.LOSSES
     assert calibration.pair_weights(data) != calibration.organisation_weights(data)
     by_org = leave_one_organisation_out(data, searcher=calibration.searcher_for(calibration.LOSS_CAP, False))
     orgs, shipped = held_out_summary(by_org), held_out_summary(held_out)
-    assert (round(orgs.within_band * orgs.runs), round(shipped.within_band * shipped.runs)) == (72, 77)
+    assert (round(orgs.within_band * orgs.runs), round(shipped.within_band * shipped.runs)) == (72, 78)
     assert shipped.median_error < orgs.median_error
     assert search(data, pairs=False).basic == 0.35 and FIT.basic == 0.3
     judged = [((calibration.LOSS_CAP, False), orgs), ((calibration.LOSS_CAP, True), shipped)]
