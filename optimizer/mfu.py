@@ -55,8 +55,8 @@ fp16 on A100 at the MFU of bf16 runs), so precision enters only through OLDER.
 
 Which constants are fitted: the ``Fit`` fields the search sets (``optimizer.calibration.GRID``: BASE, A,
 T, MOE, C and the three stack multipliers) and the bands (each stack class's own once three organisations stand
-behind it: a 90 % range, the 5-95 % spread of its runs' out-of-sample errors, ``calibration.calibrated``), chosen on
-the calibration runs with each run
+behind it: the 5-95 % spread of its runs' out-of-sample errors, labelled by what it held (``Fit.held``),
+``calibration.calibrated``), chosen on the calibration runs with each run
 predicted with the stack class its publication implies (the loss: mean |log error| with each organisation-and-class
 pair weighing one, ``LOSS_PAIRS``, and each run's capped at ``LOSS_CAP``: the loss the cross-validation picks), among
 the constants that keep every whole run at or below the steady-state benchmarks llm-foundry's developers published for
