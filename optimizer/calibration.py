@@ -266,6 +266,7 @@ GRID: dict[str, list[float]] = {
     "large_lab": [round(1.00 + 0.05 * i, 2) for i in range(11)],
     "typical": [round(0.30 + 0.05 * i, 2) for i in range(15)],
     "basic": [round(0.10 + 0.05 * i, 2) for i in range(19)],
+    "recipe": [round(1.0 + 0.1 * i, 1) for i in range(11)],
 }
 # The FP8 gain is stated, no longer searched (round 5): round 4's search on the whole runs put it at 1.4, inside the
 # published FP8/BF16 benchmarks (mfu.FP8_BENCHMARKS, 1.28-1.42), and START holds it there. Only two organisations
@@ -344,11 +345,14 @@ CV_BAND_QUANTILES = (0.05, 0.95)
 # and small teams added) kept it and every constant, 77 within and 109 inside against 77 and 108; so did round 26's
 # 137 (three runs added, and llm-foundry's 512-GPU and one-node H100 rows made benchmarks the search respects: without
 # them the search moved the bandwidth exponent to 0.4 and beat MosaicML's MPT 30B on 8 H100), 57 % within and 81 %
-# inside against 57 % and 80 % for 1.3x and 1.5x with pairs and 1.3x by organisation. Which cap wins, and
+# inside against 57 % and 80 % for 1.3x and 1.5x with pairs and 1.3x by organisation. 1.3x with pairs on round 27's
+# 137 (the recipe class added: 23 runs of single-node speed recipes run with their own code), 67 % within and 86 %
+# inside; 1.5x with pairs and 1.3x by organisation put as many within and inside at a range no narrower; 1.8x with
+# pairs 64 % and 85 %; with the scale-out constant at 5e5 and basic at 0.25 (round 19-23's). Which cap wins, and
 # which constants, moves with one run: the search has several near-equal optima. So a cap picked by the
 # cross-validation that judges it is flattered, and the figure to quote is the nested one (the cap chosen inside each
 # fold without the held-out organisation, ``bench/fit_mfu.py --nested``; README).
-LOSS_CAP = 1.8
+LOSS_CAP = 1.3
 LOSS_CAPS = (1.3, 1.5, 1.8, 2.0, 2.5, 3.0, None)  # what bench/fit_mfu.py compares; None: the uncapped mean |log|
 # Whether each organisation-and-class pair weighs one in the loss (``pair_weights``) instead of each organisation
 # (rounds 1-11). Since round 12 the cross-validation chooses it with the cap, by the same rule: on round 12's 105 runs
@@ -357,7 +361,8 @@ LOSS_CAPS = (1.3, 1.5, 1.8, 2.0, 2.5, 3.0, None)  # what bench/fit_mfu.py compar
 # of 38). It moves ``basic`` to the slower of its two kinds of runs. Round 22's 114 runs choose organisation weights
 # again (with the 1.3x cap: 74 within and 98 inside, pairs 73 and 98; ``bench/fit_mfu.py --loss``); round 24's 125
 # choose pairs, with the 1.8x cap (LOSS_CAP's comment), and round 25's 134 keep them (72 within with organisation
-# weights against 77).
+# weights against 77); round 27's keep them with the 1.3x cap (organisation weights put as many within and inside, at a
+# wider range).
 LOSS_PAIRS = True
 Loss = tuple[float | None, bool]  # (cap, pair weights)
 LOSSES: tuple[Loss, ...] = tuple((cap, pairs) for pairs in (False, True) for cap in LOSS_CAPS)
@@ -636,8 +641,10 @@ def evaluate_transfers(data: Sequence[Case], fits: Sequence[Fit]) -> TransferSum
 
 
 def ordered(fit: Fit) -> bool:
-    """The classes are ordered by definition: large-lab >= tuned (1) >= typical >= basic."""
-    return fit.large_lab >= 1.0 >= fit.typical >= fit.basic
+    """The classes are ordered by definition: large-lab >= tuned (1) >= typical >= basic, and a published speed
+    recipe run with its own code is no slower than a typical team's stack (round 27); whether it beats ``tuned`` is the
+    data's to say."""
+    return fit.large_lab >= 1.0 >= fit.typical >= fit.basic and fit.recipe >= fit.typical
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,7 +56,7 @@ StackOption = Annotated[
     str,
     typer.Option(
         "--stack",
-        help="Software stack and team: large-lab | tuned | typical (default) | basic. README: 'Which --stack'.",
+        help="Software stack and team: recipe | large-lab | tuned | typical (default) | basic. README: Which --stack.",
     ),
 ]
 
