@@ -355,7 +355,11 @@ def range_claim(stack: str, fit: Fit = FITTED) -> str:
     everyone = fit.held_by("default")
     if stack == DEFAULT_STACK and everyone is not None:
         claim += f" and {everyone[0]} of {everyone[1]} of any class ({_percent(everyone)})"
-    return f"a range that held {claim} from teams the calibration had not seen; {aim}"
+    # the recipe class's runs were all single-node (round 27): a user planning across nodes should read that here
+    scope = ""
+    if stack == "recipe":
+        scope = "; its runs were all on one node of 1-8 GPUs, so across nodes it is extrapolated"
+    return f"a range that held {claim} from teams the calibration had not seen; {aim}{scope}"
 
 
 def transfer_claim(fit: Fit = FITTED) -> str:

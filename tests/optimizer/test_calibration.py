@@ -87,6 +87,8 @@ def test_each_range_is_labelled_by_what_it_held_out_of_sample(shipped_held_out):
     assert f"held {inside} of {runs} typical runs ({round(100 * inside / runs)} %)" in claim
     assert f"{everyone[0]} of {everyone[1]} of any class" in claim
     assert "of any class" not in mfu_model.range_claim("tuned")
+    assert mfu_model.range_claim("recipe").endswith("one node of 1-8 GPUs, so across nodes it is extrapolated")
+    assert "extrapolated" not in mfu_model.range_claim("tuned")
     assert mfu_model.range_claim("tuned", dataclasses.replace(FIT, held=())).startswith("a range read at 5-95 %")
 
 
