@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, TypeVar
 
+from optimizer import measured as measured_model
 from optimizer import mfu as mfu_model
 from optimizer.estimate import Estimate, Job, estimate
 from optimizer.mfu import FITTED, Fit
@@ -93,6 +94,7 @@ class Case:
     fabric: str
     flops: float
     attention_share: float
+    counted: float = 1.0  # the share of a whole run's GPU-hours the published figure counts (``counted_share``)
 
     @classmethod
     def of(cls, row: dict[str, str]) -> Case:
@@ -111,6 +113,7 @@ class Case:
             fabric=row["fabric"],
             flops=flops.total,
             attention_share=flops.attention / flops.total,
+            counted=counted_share(row["basis"]),
         )
 
     def mfu(self, fit: Fit = FITTED, stack: str | None = None) -> mfu_model.Mfu:
@@ -130,7 +133,8 @@ class Case:
         )
 
     def gpu_hours(self, mfu: float) -> float:
-        return self.flops / (mfu_model.peak_flops(self.gpu, self.job.precision) * mfu) / 3600
+        """The GPU-hours the publication would show for a whole run at ``mfu``: the part of it its figure counts."""
+        return self.flops / (mfu_model.peak_flops(self.gpu, self.job.precision) * mfu) / 3600 * self.counted
 
     def log_ratio(self, fit: Fit = FITTED, stack: str | None = None) -> float:
         """log(predicted expected GPU-hours / published GPU-hours)."""
@@ -140,6 +144,21 @@ class Case:
         """The published figure lies inside [low, high] (low = fastest plausible = highest MFU)."""
         m = self.mfu(fit, stack)
         return self.gpu_hours(m.high) <= self.published_gpu_hours <= self.gpu_hours(m.low)
+
+
+STEADY_BASIS = "iteration time x iterations"
+
+
+def counted_share(basis: str) -> float:
+    """The share of a whole run's GPU-hours a published figure counts, by how it was measured.
+
+    Why: the model predicts a whole run (restarts, evaluation, checkpoints and stalls included), and most figures
+    are one (GPU-hours as billed, or GPUs x wall-clock days). A figure summed from step times (Pythia's logged step
+    time, nanochat's "Total training time", a speedrun's step log) is the steady rate alone, which the project
+    everywhere else reads as ``measured.GOODPUT`` of a whole run (``--measured``, the AMD factor's derivation), so
+    it is compared with that share of the prediction. Stated, not fitted (round 28 of issue 14).
+    """
+    return measured_model.GOODPUT if basis.startswith(STEADY_BASIS) else 1.0
 
 
 def whole_count(case: Case) -> Case:
@@ -187,13 +206,18 @@ class Run:
     estimate: Estimate
 
     @property
+    def counted(self) -> float:
+        return counted_share(self.basis)
+
+    @property
     def ratio(self) -> float:
-        """Predicted (expected) over published GPU-hours."""
-        return self.estimate.gpu_hours.expected / self.published_gpu_hours
+        """Predicted (expected) over published GPU-hours, the prediction's share the publication counts."""
+        return self.estimate.gpu_hours.expected * self.counted / self.published_gpu_hours
 
     @property
     def inside(self) -> bool:
-        return self.estimate.gpu_hours.low <= self.published_gpu_hours <= self.estimate.gpu_hours.high
+        hours = self.estimate.gpu_hours
+        return hours.low * self.counted <= self.published_gpu_hours <= hours.high * self.counted
 
 
 def predict(row: dict[str, str], fit: Fit = FITTED, *, stack: str | None = None) -> Run:
@@ -348,7 +372,9 @@ CV_BAND_QUANTILES = (0.05, 0.95)
 # inside against 57 % and 80 % for 1.3x and 1.5x with pairs and 1.3x by organisation. 1.3x with pairs on round 27's
 # 137 (the recipe class added: 23 runs of single-node speed recipes run with their own code), 67 % within and 86 %
 # inside; 1.5x with pairs and 1.3x by organisation put as many within and inside at a range no narrower; 1.8x with
-# pairs 64 % and 85 %; with the scale-out constant at 5e5 and basic at 0.25 (round 19-23's). Which cap wins, and
+# pairs 64 % and 85 %; with the scale-out constant at 5e5 and basic at 0.25 (round 19-23's). 1.3x by organisation on
+# round 28's 138 (steady figures compared with the prediction times the goodput, one run added), 69 % within and 86 %
+# inside, tied in everything with 1.3x and 1.5x with pairs (the first wins); recipe 1.3, basic 0.3. Which cap wins, and
 # which constants, moves with one run: the search has several near-equal optima. So a cap picked by the
 # cross-validation that judges it is flattered, and the figure to quote is the nested one (the cap chosen inside each
 # fold without the held-out organisation, ``bench/fit_mfu.py --nested``; README).
@@ -362,8 +388,9 @@ LOSS_CAPS = (1.3, 1.5, 1.8, 2.0, 2.5, 3.0, None)  # what bench/fit_mfu.py compar
 # again (with the 1.3x cap: 74 within and 98 inside, pairs 73 and 98; ``bench/fit_mfu.py --loss``); round 24's 125
 # choose pairs, with the 1.8x cap (LOSS_CAP's comment), and round 25's 134 keep them (72 within with organisation
 # weights against 77); round 27's keep them with the 1.3x cap (organisation weights put as many within and inside, at a
-# wider range).
-LOSS_PAIRS = True
+# wider range); round 28's 138 choose organisation weights, tied in everything with pairs at the 1.3x cap (the first
+# wins; pairs would put basic at 0.25 instead of 0.3).
+LOSS_PAIRS = False
 Loss = tuple[float | None, bool]  # (cap, pair weights)
 LOSSES: tuple[Loss, ...] = tuple((cap, pairs) for pairs in (False, True) for cap in LOSS_CAPS)
 T = TypeVar("T")

@@ -105,27 +105,29 @@ def test_weighted_quantile():
 
 def test_a_measurement_earns_its_place_out_of_sample(shipped_held_out):
     """Out of sample (each run predicted from one other run of its team, constants and band from the other
-    organisations, as shipped: ``calibration.cross_validated``): 65 % within 0.8-1.25x and 90 % inside the band
-    (shipped since round 27: x0.63-1.60, the 5-95 % spread of the out-of-sample transfers; round 26: 62 % and 88 % at
-    x0.62-1.62; round 17's x0.61-1.63, in-sample and widened 13 %, held 88 %), against 56 % within a x6.0 range for a
-    user who says nothing (the default class; round 26: 45 % at x6.3, when round 24's six nanochat records of Karpathy
-    were slower still as typical; round 23's 60 % against 62 %; round 21's 61 % against 56 %; round 18's 56 % at x5.1):
-    more runs within, and a range less than half as wide at a coverage still above 85 %. For the typical teams, whose
-    class says least, 67 % within against 50 % with their stack class, all 16 inside both ranges (round 26's 23
-    typical teammates, with the nanochat and llm.c runs of others among them: 30 % with the class, 21 of 23 inside each
-    way). Since round 27 the recipe runs have a class of their own, and with it 12 of their 14 teamed runs land within,
-    against 10.25 from a teammate's rate: for a published recipe the class now says as much as a measurement does.
-    (Round 22's OCRonos-Vintage gave Pleias 3B a teammate, 13 times faster than it, until round 27 put it in the
-    recipe class; round 17's 107 runs: Nemotron-3 8B gives NVIDIA's Nemotron-4 15B a teammate; round 20's MiniLLM runs
-    give each other one.)"""
+    organisations, as shipped: ``calibration.cross_validated``): 63 % within 0.8-1.25x and 89 % inside the band
+    (x0.63-1.60, the 5-95 % spread of the out-of-sample transfers; round 27: 65 % and 90 %; round 26: 62 % and 88 % at
+    x0.62-1.62; round 17's x0.61-1.63, in-sample and widened 13 %, held 88 %), against 57 % within a x5.6 range for a
+    user who says nothing (the default class; round 27: 56 % at x6.0; round 26: 45 % at x6.3, when round 24's six
+    nanochat records of Karpathy were slower still as typical; round 23's 60 % against 62 %; round 21's 61 % against
+    56 %; round 18's 56 % at x5.1): more runs within, and a range less than half as wide at a coverage still above
+    85 %. For the typical teams, whose class says least, 62 % within against 50 % with their stack class, all 16
+    inside both ranges (round 26's 23 typical teammates, with the nanochat and llm.c runs of others among them: 30 %
+    with the class, 21 of 23 inside each way). Since round 27 the recipe runs have a class of their own, and with it
+    12 of their 14 teamed runs land within, against 9 from a teammate's rate (round 27: 10.25): for a published
+    recipe the class now says more than a measurement does. (Round 22's OCRonos-Vintage gave Pleias 3B a teammate,
+    13 times faster than it, until round 27 put it in the recipe class; round 17's 107 runs: Nemotron-3 8B gives
+    NVIDIA's Nemotron-4 15B a teammate; round 20's MiniLLM runs give each other one.) Since round 28 a steady
+    figure (nanochat's timer, Pythia's step time) is compared with the prediction times the goodput; a transfer
+    between two runs of the same basis is unchanged by it, one across bases moves by 0.9."""
     cases, fits = [h.case for h in shipped_held_out], [h.fit for h in shipped_held_out]
     t = calibration.evaluate_transfers(cases, fits)
     assert (t.runs, t.organisations, t.pairs) == (98, 20, 532)
-    assert t.within_band == pytest.approx(0.646, abs=0.005)
-    assert t.inside_range == pytest.approx(0.903, abs=0.001)
+    assert t.within_band == pytest.approx(0.627, abs=0.005)
+    assert t.inside_range == pytest.approx(0.892, abs=0.001)
     teamed = [k for k, mates in enumerate(calibration.same_team(cases)) if mates]
     silent = calibration.evaluate([cases[k] for k in teamed], [fits[k] for k in teamed], mfu_model.DEFAULT_STACK)
-    assert silent.within_band == pytest.approx(55 / 98)
+    assert silent.within_band == pytest.approx(56 / 98)
     assert silent.within_band < t.within_band
     low, high = FIT.transfer_band()
     assert high / low < silent.median_width * 0.6
@@ -138,7 +140,7 @@ def test_a_measurement_earns_its_place_out_of_sample(shipped_held_out):
     t_rec = calibration.evaluate_transfers([cases[k] for k in recipe], [fits[k] for k in recipe])
     s_rec = calibration.evaluate([cases[k] for k in recipe], [fits[k] for k in recipe])
     assert len(recipe) == 14 and s_rec.within_band == pytest.approx(12 / 14)
-    assert t_rec.within_band == pytest.approx(10.25 / 14, abs=0.005)
+    assert t_rec.within_band == pytest.approx(9.0 / 14, abs=0.005)
 
 
 def test_cli_measured_option():
