@@ -290,7 +290,7 @@ GRID: dict[str, list[float]] = {
     "large_lab": [round(1.00 + 0.05 * i, 2) for i in range(11)],
     "typical": [round(0.30 + 0.05 * i, 2) for i in range(15)],
     "basic": [round(0.10 + 0.05 * i, 2) for i in range(19)],
-    "recipe": [round(1.0 + 0.1 * i, 1) for i in range(11)],
+    "recipe": [round(1.0 + 0.05 * i, 2) for i in range(21)],
 }
 # The FP8 gain is stated, no longer searched (round 5): round 4's search on the whole runs put it at 1.4, inside the
 # published FP8/BF16 benchmarks (mfu.FP8_BENCHMARKS, 1.28-1.42), and START holds it there. Only two organisations

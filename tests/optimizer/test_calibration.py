@@ -109,26 +109,27 @@ def test_a_conformal_span_takes_the_finite_sample_ranks():
 def test_the_shipped_ranges_cover_what_they_claim_out_of_sample(held_out, shipped_held_out):
     """The headline (README, bench/calibration.py): the whole procedure that ships, constants AND ranges,
     cross-validated by organisation. Each range is read at the 5-95 % span of out-of-sample residuals, aimed at 90 %,
-    and holds 119 of 138 (86.2 %; round 27: 116 of 137, 84.7 %; round 26: 116 of 137 too; round 25: 113 of 134, round
-    24: 106 of 125, round 23: 98 of 118, round 22: 97 of 114, round 21: 98 of 111; the labels say so since round 26,
-    test above); the median range is x2.44 (round 27: x2.45; round 26: x2.58; round 25: x2.61; round 24: x2.61; round
-    23: x2.59; round 22: x2.53; round 21: x2.56; round 19: x2.31; round 20's two MiniLLM runs, tuned by the rule and
-    about 0.5x out of sample, moved the tuned class's lower edge to about 0.5, and the median run is a tuned one).
+    and holds 120 of 138 (87.0 %; round 28: 119 of 138; round 27: 116 of 137, 84.7 %; round 26: 116 of 137 too; round
+    25: 113 of 134, round 24: 106 of 125, round 23: 98 of 118, round 22: 97 of 114, round 21: 98 of 111; the labels say
+    so since round 26, test above); the median range is x2.43 (round 28: x2.44; round 27: x2.45; round 26: x2.58; round
+    25: x2.61; round 24: x2.61; round 23: x2.59; round 22: x2.53; round 21: x2.56; round 19: x2.31; round 20's two
+    MiniLLM runs, tuned by the rule and about 0.5x out of sample, moved the tuned class's lower edge to about 0.5, and
+    the median run is a tuned one).
 
-    Issue 14's targets on round 28's 138 runs (a steady figure compared with the prediction times the goodput, and
-    Brandon Ong's nanochat runs added): >= 85 % inside: met (86.2 %; rounds 24-27 were one run short); with the
-    default class for every run, >= 85 % inside: met (122 of 138, 88 %); median range <= x2.5: met (x2.44). Not met:
-    within 0.8-1.25x (75 %): 69 %, 95 of 138 (round 27: 92 of 137); median error <= 15 %: 16.0 % (round 27: 14.8 %;
-    the correction's step alone, on 137 runs, 14.2 %: the added run moved the recipe multiplier of the folds that
-    hold out Karpathy or Romero from 1.3 to 1.4, and the median sits in a thin stretch of the errors, 15.4-16.2 %).
+    Issue 14's targets on round 29's 138 runs (round 28: a steady figure compared with the prediction times the
+    goodput, Brandon Ong's nanochat runs added; round 29: the recipe multiplier's grid in steps of 0.05): >= 85 %
+    inside: met (87.0 %; rounds 24-27 were one run short); with the default class for every run, >= 85 % inside: met
+    (122 of 138, 88 %); median range <= x2.5: met (x2.43); median error <= 15 %: met at the edge (14.99 %; round 28:
+    16.0 %, when the 0.1 grid let one run move the folds' recipe multiplier from 1.3 to 1.4; round 27: 14.8 %). Not
+    met: within 0.8-1.25x (75 %): 69 %, 95 of 138 (round 27: 92 of 137).
     Rounds 1-17's ranges (in-sample 10-90 % spread, each edge widened 13 %) hold 119 at a median x2.46; read off the
     in-sample residuals with no widening they hold only 107 (78 %, below the 80 % the span claims in sample).
     """
     s = held_out_summary(shipped_held_out)
     assert s.runs == 138
-    assert (round(s.within_band * s.runs), round(s.inside_range * s.runs)) == (95, 119)
-    assert s.median_width == pytest.approx(2.441, abs=0.001)
-    assert s.median_error == pytest.approx(0.160, abs=0.001)
+    assert (round(s.within_band * s.runs), round(s.inside_range * s.runs)) == (95, 120)
+    assert s.median_width == pytest.approx(2.433, abs=0.001)
+    assert s.median_error == pytest.approx(0.1499, abs=0.0001)
     default = held_out_summary(shipped_held_out, mfu_model.DEFAULT_STACK)
     assert round(default.inside_range * s.runs) == 122
     old = held_out_summary(held_out)  # each fold with the in-sample ranges widened by BAND_MARGIN
@@ -154,28 +155,29 @@ def test_in_sample_figures(data):
     s = evaluate(data, [FIT] * len(data))
     assert len(data) == 138
     assert round(s.within_band * 138) == 96
-    assert round(s.inside_range * 138) == 125
+    assert round(s.inside_range * 138) == 124
     assert s.median_width == pytest.approx(2.451, abs=0.001)
-    assert s.median_error == pytest.approx(0.1357, abs=0.001)
+    assert s.median_error == pytest.approx(0.1391, abs=0.001)
     assert 0.9 <= s.median_ratio <= 1.1
 
 
 def test_leave_one_organisation_out_figures(held_out):
     """Each organisation predicted by constants chosen without any of its runs, each fold with the ranges its own runs
     show in sample, widened 13 % (BAND_MARGIN): the quick cross-validation every search variant and loss is compared by,
-    and rounds 1-17's headline (round 28's 138 runs, steady figures compared with the prediction times the goodput: 69 %
-    within, 86 % inside, x2.46, 16.0 %, default 89 %; round 27's 137 runs, with the recipe class: 67 % within, 86 %
-    inside, x2.58, 14.8 %, default 86 %; round 26's 137 runs: 57 % within, 81 % inside, x2.90, 19.0 %, default 86 %;
-    round 25's 134 runs: 57 % within, 81 % inside, x2.90, 19.0 %, default 87 %; round 24's 125 runs: 60 % within, 82 %
-    inside, x2.83, 17.5 %, default 87 %; round 23's 118 runs: 63 % within, 84 % inside, x2.65, 16.2 %, default 87 %;
-    round 22's 114 runs: 65 % within, 86 % inside, x2.64, 15.6 %, default 90 %; round 21's 111 runs: 65 % within, 88 %
-    inside, x2.57, 14.7 %, default 91 %; round 20's 110: 64 % within, 88 % inside, x2.58, 14.4 %, default 90 %; round
-    19's 108: 65 % within, 90 % inside, x2.56, 14.2 %, default 90 %; round 17: 64 % within, 90 % inside, x2.53, 13.6 %,
-    default 93 %; round 15: x2.55; round 12: x2.42). The shipped ranges' figure is ``cross_validated``'s (the test
-    above); the nested one, the loss chosen without the held-out organisation too, is in the README."""
+    and rounds 1-17's headline (round 29's 138 runs: 69 % within, 86 % inside, x2.46, 15.0 %, default 89 %; round 28's,
+    steady figures compared with the prediction times the goodput, the recipe grid at 0.1: the same at 16.0 %; round
+    27's 137 runs, with the recipe class: 67 % within, 86 % inside, x2.58, 14.8 %, default 86 %; round 26's 137 runs: 57
+    % within, 81 % inside, x2.90, 19.0 %, default 86 %; round 25's 134 runs: 57 % within, 81 % inside, x2.90, 19.0 %,
+    default 87 %; round 24's 125 runs: 60 % within, 82 % inside, x2.83, 17.5 %, default 87 %; round 23's 118 runs: 63 %
+    within, 84 % inside, x2.65, 16.2 %, default 87 %; round 22's 114 runs: 65 % within, 86 % inside, x2.64, 15.6 %,
+    default 90 %; round 21's 111 runs: 65 % within, 88 % inside, x2.57, 14.7 %, default 91 %; round 20's 110: 64 %
+    within, 88 % inside, x2.58, 14.4 %, default 90 %; round 19's 108: 65 % within, 90 % inside, x2.56, 14.2 %, default
+    90 %; round 17: 64 % within, 90 % inside, x2.53, 13.6 %, default 93 %; round 15: x2.55; round 12: x2.42). The
+    shipped ranges' figure is ``cross_validated``'s (the test above); the nested one, the loss chosen without the
+    held-out organisation too, is in the README."""
     s = held_out_summary(held_out)
     assert s.median_width == pytest.approx(2.458, abs=0.001)
-    assert s.median_error == pytest.approx(0.160, abs=0.001)
+    assert s.median_error == pytest.approx(0.1499, abs=0.001)
     assert (round(s.within_band * s.runs), round(s.inside_range * s.runs)) == (95, 119)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
     assert default.inside_range >= 0.85 and round(default.inside_range * s.runs) == 123
@@ -184,7 +186,7 @@ def test_leave_one_organisation_out_figures(held_out):
 def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
     """Rounds 2-5's loss, the plain mean |log error|, searched and cross-validated the same way: runs far
     off weigh in full, on either side, and 22 runs fewer land within 0.8-1.25x (73 of 138), fewer inside the range (112
-    against 119), at a larger median error (20.1 % against 16.0 %); searched on every run it puts typical at 0.85 of
+    against 119), at a larger median error (20.1 % against 15.0 %); searched on every run it puts typical at 0.85 of
     tuned, large-lab at 1.1 and recipe at 1.4. On round 28's 138 runs, with each organisation weighing one, the 1.3x cap
     puts 95 within and 119 inside, 1.5x 90 and 119, 1.8x and 2x 88 and 118 (with pairs 1.3x puts as many within and
     inside at the same range, and the tie goes to the first). On round 27's 137 runs (the recipe class added), with each
@@ -204,7 +206,7 @@ def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
     assert shipped.median_error < old.median_error - 0.04
     plain = search(data, loss_cap=None)
     assert (plain.typical, plain.large_lab, plain.recipe) == (0.85, 1.1, 1.4)
-    assert (FIT.typical, FIT.large_lab, FIT.recipe) == (0.9, 1.0, 1.3)
+    assert (FIT.typical, FIT.large_lab, FIT.recipe) == (0.9, 1.0, 1.35)
     assert search(data, loss_cap=1.8).typical == 0.9
     judged: list[tuple[float | None, calibration.Summary]] = [(calibration.LOSS_CAP, shipped), (None, old)]
     for cap, pinned in ((1.5, (90, 119)), (1.8, (88, 118)), (2.0, (88, 118))):
@@ -232,7 +234,7 @@ def test_an_organisation_is_held_out_whole(data, held_out):
 
 def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
     """Without classes (every run 'tuned') the same search puts fewer runs within 0.8-1.25x (78 against 95 of 138) at a
-    larger median error (18.9 % against 16.0 %); it puts two more inside its range (121 against 119), at a wider
+    larger median error (18.9 % against 15.0 %); it puts two more inside its range (121 against 119), at a wider
     median range (2.64 against 2.46). (Round 27's 137 runs: 70 against 92 within, 21.5 % against 14.8 %, 120 against
     118 inside, 2.82 against 2.58. Round 26's 137 runs, before the recipe class: 70 against 78 within, 115 against
     111 inside, 2.96 against 2.90; round 25's 134 runs: 63 against 77 within, 25.7 % against 19.0 %, 110 against
@@ -259,7 +261,7 @@ def test_the_recipe_class_earns_its_place_out_of_sample(data, held_out):
     searched with the same loss without the class, put 78 runs within 0.8-1.25x against 92, 110 inside against 118,
     at a wider median range (2.88 against 2.58) and a larger median error (19.4 % against 14.8 %); on round 28's 138
     runs (Brandon Ong's added; steady figures compared with the prediction times the goodput) 81 against 95 within,
-    117 against 119 inside, 2.73 against 2.46, 18.6 % against 16.0 %. The class was
+    117 against 119 inside, 2.73 against 2.46, 18.6 % against 15.0 % (16.0 % in round 28). The class was
     written, its runs listed and the rule that decides it fixed before any of these figures was computed
     (docs/calibration-history.md, round 27's plan)."""
     recipe = [c for c in data if c.stack == "recipe"]
@@ -282,34 +284,34 @@ def test_the_recipe_class_earns_its_place_out_of_sample(data, held_out):
 
 def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
     """Round 1's sharp knee, 1 / (1 + (T.G/N)^2) on every job, searched the same way, against compute / (compute + sync)
-    charged only across nodes. On round 28's 138 runs the knee puts one run fewer within 0.8-1.25x (94 against 95), as
-    many inside its range (119) at a wider median range (2.49 against 2.46), with a larger median error (16.4 % against
-    16.0 %) and as many inside the default class's range (123). On round 27's 137 runs it put fewer within (84 against
-    92), two fewer inside (116 against 118) at a wider median range (2.60 against 2.58), 15.1 % against 14.8 %, and
-    three more inside the default class's range (121 against 118). On round 26's 137 runs it put 75 against 78 within,
-    105 against 111 inside, one fewer inside the default's range. On round 25's 134 runs it put 74 against 77 within,
-    105 against 109 inside, 19.9 % against 19.0 %. On round 24's 125 runs it put 71 against 75 within, 95 against 103
-    inside, 18.9 % against 17.5 %. On round 23's 118 runs it put 68 against 74 within, one fewer inside (98 against 99),
-    15.5 % against 16.2 %. On round 22's 114 runs it put 68 against 74 within, as many inside (98), 14.8 % against 15.6
-    %. On round 21's 111 runs it put fewer within (64 against 72) and fewer inside (94 against 98), at a larger median
-    error (18.3 % against 14.7 %). On round 20's 110 it put as many within (70) and inside (97) at a wider range (2.61
-    against 2.58). On round 19's 108 it put 70 within and one fewer inside (96 against 97) at a narrower range (2.50
-    against 2.56). Before, it put fewer within: round 17's 67 against 69 of 107, round 15's 68 against 69 of 106, round
-    14's 64 against 69 of 105, round 12's 66 against 70, 60 against 63 of round 11's 99, 56 against 63 of round 9's 94,
-    42 against 48 of round 4's 66. The rule the search's other choices follow (most within, then most inside, then the
-    narrower range) keeps the stated form, by one run within in round 28 (eight in round 27, three in round 26, four in
-    round 24, six in rounds 22 and 23, eight in round 21, by its range in round 20, by one run inside in round 19): a
-    form the data test, not a knob."""
+    charged only across nodes. On round 29's 138 runs the knee puts two runs fewer within 0.8-1.25x (93 against 95), as
+    many inside its range (119) at a wider median range (2.49 against 2.46), with as large a median error (15.0 %) and
+    as many inside the default class's range (123); on round 28's, one fewer (94) at 16.4 % against 16.0 %. On round
+    27's 137 runs it put fewer within (84 against 92), two fewer inside (116 against 118) at a wider median range (2.60
+    against 2.58), 15.1 % against 14.8 %, and three more inside the default class's range (121 against 118). On round
+    26's 137 runs it put 75 against 78 within, 105 against 111 inside, one fewer inside the default's range. On round
+    25's 134 runs it put 74 against 77 within, 105 against 109 inside, 19.9 % against 19.0 %. On round 24's 125 runs it
+    put 71 against 75 within, 95 against 103 inside, 18.9 % against 17.5 %. On round 23's 118 runs it put 68 against 74
+    within, one fewer inside (98 against 99), 15.5 % against 16.2 %. On round 22's 114 runs it put 68 against 74 within,
+    as many inside (98), 14.8 % against 15.6 %. On round 21's 111 runs it put fewer within (64 against 72) and fewer
+    inside (94 against 98), at a larger median error (18.3 % against 14.7 %). On round 20's 110 it put as many within
+    (70) and inside (97) at a wider range (2.61 against 2.58). On round 19's 108 it put 70 within and one fewer inside
+    (96 against 97) at a narrower range (2.50 against 2.56). Before, it put fewer within: round 17's 67 against 69 of
+    107, round 15's 68 against 69 of 106, round 14's 64 against 69 of 105, round 12's 66 against 70, 60 against 63 of
+    round 11's 99, 56 against 63 of round 9's 94, 42 against 48 of round 4's 66. The rule the search's other choices
+    follow (most within, then most inside, then the narrower range) keeps the stated form, by two runs within in round
+    29 (one in round 28, eight in round 27, three in round 26, four in round 24, six in rounds 22 and 23, eight in round
+    21, by its range in round 20, by one run inside in round 19): a form the data test, not a knob."""
     knee = dataclasses.replace(calibration.START, scale_out_exponent=2.0, scale_out_in_node=True)
     round_1 = leave_one_organisation_out(data, searcher=lambda d: search(d, start=knee))
     old = held_out_summary(round_1)
     shipped = held_out_summary(held_out)
     n = shipped.runs
-    assert round(shipped.within_band * n) == 95 and round(old.within_band * n) == 94
+    assert round(shipped.within_band * n) == 95 and round(old.within_band * n) == 93
     assert round(shipped.inside_range * n) == 119 and round(old.inside_range * n) == 119
     assert shipped.median_width < old.median_width
     assert calibration.best_loss([("stated", shipped), ("knee", old)]) == "stated"
-    assert old.median_error == pytest.approx(0.1641, abs=0.001)
+    assert old.median_error == pytest.approx(0.1501, abs=0.001)
     old_default = held_out_summary(round_1, mfu_model.DEFAULT_STACK)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
     assert (round(default.inside_range * n), round(old_default.inside_range * n)) == (123, 123)
@@ -319,16 +321,15 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     """Round 4's search on the whole runs put the FP8 gain at 1.4, inside the published FP8/BF16 throughput ratios
     (torchtitan, OLMo-core, Megatron-LM with Transformer Engine: 1.28-1.42); round 5 states it there (two organisations'
     FP8 runs cannot set it in a fold that holds one out). The whole runs barely tell it from the round-1-3 value 1.3:
-    held there, the same search cross-validates to two runs fewer within 0.8-1.25x on round 28's 138 runs (93 against
-    95) at a smaller median error (14.4 % against 16.0 %); on round 27's 137 it put one MORE (93 against 92) at 14.2 %
-    against 14.8 %, where on round 26's 137 it put three fewer (75 against
-    78) at a larger one (19.4 % against 19.0 %; round 25's 134: 74 against 77; round 24's 125: 72 against 75;
-    round 23's 118 runs and round
-    22's 114: 72 against 74); round
-    24's five FP8 nanochat runs are Karpathy's, one organisation again; on round 21's 111 it put
-    two more (74 against 72), on round 20's 110 one fewer (69 against 70). The difference comes through the other
-    constants the search picks around it, not the three FP8 runs, and moves with one run, so the gain stays stated where
-    the benchmarks put it. Searched on round 4's grid it goes to 1.6, outside every benchmark (bench/fit_mfu.py)."""
+    held there, the same search cross-validates to two runs fewer within 0.8-1.25x on round 29's 138 runs (93 against
+    95) at a smaller median error (13.9 % against 15.0 %; round 28: 93 against 95, 14.4 % against 16.0 %); on round 27's
+    137 it put one MORE (93 against 92) at 14.2 % against 14.8 %, where on round 26's 137 it put three fewer (75 against
+    78) at a larger one (19.4 % against 19.0 %; round 25's 134: 74 against 77; round 24's 125: 72 against 75; round 23's
+    118 runs and round 22's 114: 72 against 74); round 24's five FP8 nanochat runs are Karpathy's, one organisation
+    again; on round 21's 111 it put two more (74 against 72), on round 20's 110 one fewer (69 against 70). The
+    difference comes through the other constants the search picks around it, not the three FP8 runs, and moves with one
+    run, so the gain stays stated where the benchmarks put it. Searched on round 4's grid it goes to 1.6, outside every
+    benchmark (bench/fit_mfu.py)."""
     low, high = mfu_model.FP8_BENCHMARKS
     assert low <= FIT.fp8_gain <= high and FIT.fp8_gain == mfu_model.FP8_GAIN == calibration.START.fp8_gain
     assert "fp8_gain" not in calibration.GRID
@@ -337,7 +338,7 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     old = held_out_summary(stated)
     shipped = held_out_summary(held_out)
     assert (round(shipped.within_band * shipped.runs), round(old.within_band * old.runs)) == (95, 93)
-    assert (round(shipped.median_error, 3), round(old.median_error, 3)) == (0.160, 0.144)
+    assert (round(shipped.median_error, 3), round(old.median_error, 3)) == (0.150, 0.139)
     scout = next(c for c in data if c.name == "Llama 4 Scout")
     assert scout.mfu(FIT).factors["fp8"] == pytest.approx(FIT.fp8_gain * 989 / 1979)
 
@@ -372,7 +373,7 @@ def test_a_class_with_runs_from_three_organisations_gets_its_own_band(data, held
     ty_low, ty_high = FIT.band("typical")
     assert ll_high / ll_low < FIT.band("tuned")[1] / FIT.band("tuned")[0] < ty_high / ty_low
     assert FIT.band("basic") != FIT.band("typical") and FIT.band("basic") == (0.67, 1.77)
-    assert FIT.band("recipe") == (0.66, 1.66)
+    assert FIT.band("recipe") == (0.68, 1.6)
     assert ty_low <= FIT.band_low and ty_high >= FIT.band_high  # the default never narrower than the pooled band
     pooled = leave_one_organisation_out(data, searcher=lambda d: search(d, per_class_bands=False))
     old = held_out_summary(pooled)
@@ -464,22 +465,24 @@ def test_a_steady_figure_is_compared_with_the_steady_part_of_the_prediction(data
 
 def test_the_steady_reading_out_of_sample(data, held_out):
     """What the steady reading does, each way searched with the shipped loss and cross-validated the quick way (each
-    organisation held out, in-sample ranges widened 13 %) on round 28's 138 runs: with it 95 within 0.8-1.25x and 119
-    inside at a median range of x2.46 and a median error of 16.0 %, 123 inside the default class's range; read as whole
-    runs (rounds 23-27), 96 and 119 at x2.59 and 15.0 %, 118 for the default class (the search then puts recipe at 1.5
-    of tuned). The rule that shipped it (round 28's plan) judged the whole procedure on round 27's 137 runs: 94 within
-    and 119 inside against round 27's 92 and 116 (and against 92 and 118 with this loss and no steady reading). With
-    Brandon Ong's row added the whole procedure puts 95 and 119 at x2.44 and 16.0 % with it, 96 and 119 at x2.50 and
-    15.0 % without: one run moves the folds' recipe multiplier across a step of its grid. It is a reading of what the
-    figures measure, stated, not a fitted knob, and out of sample it is worth about as much as it costs."""
+    organisation held out, in-sample ranges widened 13 %) on round 29's 138 runs: with it 95 within 0.8-1.25x and 119
+    inside at a median range of x2.46 and a median error of 15.0 %, 123 inside the default class's range; read as whole
+    runs (rounds 23-27), 95 and 119 at x2.59 and 16.1 %, 118 for the default class (the search then puts recipe at 1.5
+    of tuned; round 28, on the 0.1 grid: 96 and 119 at 15.0 % against 95 and 119 at 16.0 %). The rule that shipped it
+    (round 28's plan) judged the whole procedure on round 27's 137 runs: 94 within and 119 inside against round 27's 92
+    and 116 (and against 92 and 118 with this loss and no steady reading). With Brandon Ong's row added the whole
+    procedure puts 95 and 119 at x2.44 and 16.0 % with it, 96 and 119 at x2.50 and 15.0 % without: one run moves the
+    folds' recipe multiplier across a step of its grid; on round 29's finer grid, 95 and 120 at x2.43 and 15.0 % with
+    it, 95 and 118 at x2.50 and 16.1 % without. It is a reading of what the figures measure, stated, not a fitted
+    knob."""
     whole = [dataclasses.replace(c, counted=1.0) for c in data]
     held = leave_one_organisation_out(whole)
     old, shipped = held_out_summary(held), held_out_summary(held_out)
     n = shipped.runs
-    assert (round(old.within_band * n), round(old.inside_range * n)) == (96, 119)
+    assert (round(old.within_band * n), round(old.inside_range * n)) == (95, 119)
     assert (round(shipped.within_band * n), round(shipped.inside_range * n)) == (95, 119)
     assert old.median_width == pytest.approx(2.586, abs=0.001) and shipped.median_width < old.median_width
-    assert old.median_error == pytest.approx(0.1497, abs=0.001)
+    assert old.median_error == pytest.approx(0.161, abs=0.001)
     old_default = held_out_summary(held, mfu_model.DEFAULT_STACK)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
     assert (round(default.inside_range * n), round(old_default.inside_range * n)) == (123, 118)
@@ -697,15 +700,35 @@ def test_the_search_never_picks_constants_above_the_published_benchmarks(data):
         assert calibration.below_benchmarks(search(data, loss_cap=cap))
 
 
+def test_the_recipe_multiplier_steps_as_the_other_classes(data, held_out):
+    """Round 29: ``GRID["recipe"]`` steps by 0.05 like the other class multipliers (round 27 wrote it at 0.1). On the
+    138 runs the 0.1 grid puts recipe at 1.3 and, cross-validated the quick way, as many within (95) and inside (119)
+    at the same median range, at a median error of 16.0 % against 15.0 %: with one grid step the folds that hold out a
+    recipe runner jump between 1.3 and 1.4, and fifteen runs' held-out ratios with them (the whole procedure: 16.0 %
+    against 14.99 %, 119 inside against 120; README)."""
+    grid = calibration.GRID
+    steps = {name: round(grid[name][1] - grid[name][0], 4) for name in ("large_lab", "typical", "basic", "recipe")}
+    assert set(steps.values()) == {0.05}
+    coarse = {**grid, "recipe": [round(1.0 + 0.1 * i, 1) for i in range(11)]}
+    old = held_out_summary(leave_one_organisation_out(data, searcher=lambda d: search(d, grid=coarse)))
+    shipped = held_out_summary(held_out)
+    n = shipped.runs
+    assert (round(old.within_band * n), round(old.inside_range * n)) == (95, 119)
+    assert (round(shipped.within_band * n), round(shipped.inside_range * n)) == (95, 119)
+    assert old.median_error == pytest.approx(0.160, abs=0.001)
+    assert shipped.median_error == pytest.approx(0.1499, abs=0.001)
+    assert search(data, grid=coarse).recipe == 1.3 and FIT.recipe == 1.35
+
+
 def test_the_run_weights_are_the_ones_the_cross_validation_picks(data, held_out):
     """Whether each organisation (rounds 1-11, 22-23, and since round 28) or each organisation-and-class pair (rounds
-    12-21 and 24-27) weighs one in the loss is chosen by the cross-validation with the cap. On round 28's 138 runs
-    pair weights with the 1.3x cap put as many within 0.8-1.25x (95) and inside (119) at the same median range and
+    12-21 and 24-27) weighs one in the loss is chosen by the cross-validation with the cap. On rounds 28 and 29's 138
+    runs pair weights with the 1.3x cap put as many within 0.8-1.25x (95) and inside (119) at the same median range and
     error, and move ``basic`` to 0.25 of ``tuned`` (0.3 by organisation): a tie in everything, which goes to the first
-    of ``LOSSES``, organisation weights. On round 27's 137 runs organisation weights put as many within (92) and
-    inside (118) at a wider median range (2.59 against 2.58), so pairs stayed; on round 26's, with the 1.8x cap, they
-    put 72 within against 78, at 20.1 % against 19.0 % (round 25's 134: 72 against 77; round 24's 125: 66 against 75);
-    on round 23's 118 runs, with the 1.3x cap then shipped, pairs had put 73 within against 74."""
+    of ``LOSSES``, organisation weights. On round 27's 137 runs organisation weights put as many within (92) and inside
+    (118) at a wider median range (2.59 against 2.58), so pairs stayed; on round 26's, with the 1.8x cap, they put 72
+    within against 78, at 20.1 % against 19.0 % (round 25's 134: 72 against 77; round 24's 125: 66 against 75); on round
+    23's 118 runs, with the 1.3x cap then shipped, pairs had put 73 within against 74."""
     assert not calibration.LOSS_PAIRS and (calibration.LOSS_CAP, False) in calibration.LOSSES
     order = calibration.LOSSES.index
     assert order((calibration.LOSS_CAP, False)) < order((calibration.LOSS_CAP, True))
