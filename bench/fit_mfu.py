@@ -277,8 +277,8 @@ def describe(fit: Fit) -> str:
 
 def line(title: str, s: calibration.Summary) -> None:
     print(
-        f"{title}: within {s.within_band:.0%} ({round(s.within_band * s.runs)} of {s.runs}), inside "
-        f"{s.inside_range:.0%} ({round(s.inside_range * s.runs)}), median band {s.median_width:.3f}, "
+        f"{title}: within {s.within_band:.0%} ({s.counts[0]} of {s.runs}), inside "
+        f"{s.inside_range:.0%} ({s.counts[1]}), median band {s.median_width:.3f}, "
         f"median ratio {s.median_ratio:.2f}, median |error| {s.median_error:.1%}"
     )
 

@@ -245,6 +245,11 @@ class Summary:
     median_error: float  # median |predicted / published - 1|
     ratios: list[float]
 
+    @property
+    def counts(self) -> tuple[int, int]:
+        """(runs within 0.8-1.25x, runs inside [low, high]): the counts the targets and the pins are stated in."""
+        return round(self.within_band * self.runs), round(self.inside_range * self.runs)
+
 
 def summary_of(ratios: Sequence[float], inside: Sequence[bool], widths: Sequence[float]) -> Summary:
     return Summary(

@@ -127,13 +127,13 @@ def test_the_shipped_ranges_cover_what_they_claim_out_of_sample(held_out, shippe
     """
     s = held_out_summary(shipped_held_out)
     assert s.runs == 138
-    assert (round(s.within_band * s.runs), round(s.inside_range * s.runs)) == (95, 120)
+    assert s.counts == (95, 120)
     assert s.median_width == pytest.approx(2.433, abs=0.001)
     assert s.median_error == pytest.approx(0.1499, abs=0.0001)
     default = held_out_summary(shipped_held_out, mfu_model.DEFAULT_STACK)
-    assert round(default.inside_range * s.runs) == 122
+    assert default.counts[1] == 122
     old = held_out_summary(held_out)  # each fold with the in-sample ranges widened by BAND_MARGIN
-    assert (round(old.inside_range * old.runs), round(old.median_width, 2)) == (119, 2.46)
+    assert (old.counts[1], round(old.median_width, 2)) == (119, 2.46)
     assert s.median_width < old.median_width
     assert [h.fit.base for h in shipped_held_out] == [h.fit.base for h in held_out]  # the same constants, per fold
 
@@ -147,15 +147,14 @@ def test_a_range_read_off_in_sample_residuals_is_too_narrow_out_of_sample(data, 
     others = {o: [c for c in data if c.organisation != o] for o in organisations}
     bare = {o: calibration.with_bands(f, others[o], margin=1.0) for o, f in organisations.items()}
     s = held_out_summary([HeldOut(h.case, bare[h.case.organisation]) for h in held_out])
-    assert round(s.inside_range * s.runs) == 107
+    assert s.counts[1] == 107
 
 
 def test_in_sample_figures(data):
     """What bench/calibration.py prints for the shipped constants on every run (README, Calibration)."""
     s = evaluate(data, [FIT] * len(data))
     assert len(data) == 138
-    assert round(s.within_band * 138) == 96
-    assert round(s.inside_range * 138) == 124
+    assert s.counts == (96, 124)
     assert s.median_width == pytest.approx(2.451, abs=0.001)
     assert s.median_error == pytest.approx(0.1391, abs=0.001)
     assert 0.9 <= s.median_ratio <= 1.1
@@ -178,9 +177,9 @@ def test_leave_one_organisation_out_figures(held_out):
     s = held_out_summary(held_out)
     assert s.median_width == pytest.approx(2.458, abs=0.001)
     assert s.median_error == pytest.approx(0.1499, abs=0.001)
-    assert (round(s.within_band * s.runs), round(s.inside_range * s.runs)) == (95, 119)
+    assert s.counts == (95, 119)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
-    assert default.inside_range >= 0.85 and round(default.inside_range * s.runs) == 123
+    assert default.inside_range >= 0.85 and default.counts[1] == 123
 
 
 def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
@@ -200,9 +199,7 @@ def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
     uncapped = leave_one_organisation_out(data, searcher=calibration.searcher_for(None))
     old = held_out_summary(uncapped)
     shipped = held_out_summary(held_out)
-    n = shipped.runs
-    assert (round(old.within_band * n), round(shipped.within_band * n)) == (73, 95)
-    assert (round(old.inside_range * n), round(shipped.inside_range * n)) == (112, 119)
+    assert (old.counts, shipped.counts) == ((73, 112), (95, 119))
     assert shipped.median_error < old.median_error - 0.04
     plain = search(data, loss_cap=None)
     assert (plain.typical, plain.large_lab, plain.recipe) == (0.85, 1.1, 1.4)
@@ -211,7 +208,7 @@ def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
     judged: list[tuple[float | None, calibration.Summary]] = [(calibration.LOSS_CAP, shipped), (None, old)]
     for cap, pinned in ((1.5, (90, 119)), (1.8, (88, 118)), (2.0, (88, 118))):
         other = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(cap)))
-        assert (round(other.within_band * n), round(other.inside_range * n)) == pinned
+        assert other.counts == pinned
         judged.append((cap, other))
     assert calibration.best_loss(judged) == calibration.LOSS_CAP == 1.3
 
@@ -248,8 +245,7 @@ def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
     without = leave_one_organisation_out(data, searcher=lambda d: search(d, start=flat, grid=grid))
     flat_s = held_out_summary(without)
     shipped = held_out_summary(held_out)
-    assert (round(shipped.within_band * shipped.runs), round(flat_s.within_band * flat_s.runs)) == (95, 78)
-    assert (round(shipped.inside_range * shipped.runs), round(flat_s.inside_range * flat_s.runs)) == (119, 121)
+    assert (shipped.counts, flat_s.counts) == ((95, 119), (78, 121))
     assert shipped.median_width == pytest.approx(2.458, abs=0.001)
     assert flat_s.median_width == pytest.approx(2.640, abs=0.001)
     assert shipped.median_error < flat_s.median_error - 0.025
@@ -275,9 +271,7 @@ def test_the_recipe_class_earns_its_place_out_of_sample(data, held_out):
     grid = {k: v for k, v in calibration.GRID.items() if k != "recipe"}
     old = held_out_summary(leave_one_organisation_out(before, searcher=lambda d: search(d, grid=grid)))
     shipped = held_out_summary(held_out)
-    n = shipped.runs
-    assert (round(old.within_band * n), round(shipped.within_band * n)) == (81, 95)
-    assert (round(old.inside_range * n), round(shipped.inside_range * n)) == (117, 119)
+    assert (old.counts, shipped.counts) == ((81, 117), (95, 119))
     assert old.median_width == pytest.approx(2.733, abs=0.001)
     assert old.median_error == pytest.approx(0.186, abs=0.001)
 
@@ -306,15 +300,13 @@ def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
     round_1 = leave_one_organisation_out(data, searcher=lambda d: search(d, start=knee))
     old = held_out_summary(round_1)
     shipped = held_out_summary(held_out)
-    n = shipped.runs
-    assert round(shipped.within_band * n) == 95 and round(old.within_band * n) == 93
-    assert round(shipped.inside_range * n) == 119 and round(old.inside_range * n) == 119
+    assert (shipped.counts, old.counts) == ((95, 119), (93, 119))
     assert shipped.median_width < old.median_width
     assert calibration.best_loss([("stated", shipped), ("knee", old)]) == "stated"
     assert old.median_error == pytest.approx(0.1501, abs=0.001)
     old_default = held_out_summary(round_1, mfu_model.DEFAULT_STACK)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
-    assert (round(default.inside_range * n), round(old_default.inside_range * n)) == (123, 123)
+    assert (default.counts[1], old_default.counts[1]) == (123, 123)
 
 
 def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
@@ -337,7 +329,7 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     stated = leave_one_organisation_out(data, searcher=lambda d: search(d, start=older))
     old = held_out_summary(stated)
     shipped = held_out_summary(held_out)
-    assert (round(shipped.within_band * shipped.runs), round(old.within_band * old.runs)) == (95, 93)
+    assert (shipped.counts[0], old.counts[0]) == (95, 93)
     assert (round(shipped.median_error, 3), round(old.median_error, 3)) == (0.150, 0.139)
     scout = next(c for c in data if c.name == "Llama 4 Scout")
     assert scout.mfu(FIT).factors["fp8"] == pytest.approx(FIT.fp8_gain * 989 / 1979)
@@ -478,14 +470,12 @@ def test_the_steady_reading_out_of_sample(data, held_out):
     whole = [dataclasses.replace(c, counted=1.0) for c in data]
     held = leave_one_organisation_out(whole)
     old, shipped = held_out_summary(held), held_out_summary(held_out)
-    n = shipped.runs
-    assert (round(old.within_band * n), round(old.inside_range * n)) == (95, 119)
-    assert (round(shipped.within_band * n), round(shipped.inside_range * n)) == (95, 119)
+    assert old.counts == shipped.counts == (95, 119)
     assert old.median_width == pytest.approx(2.586, abs=0.001) and shipped.median_width < old.median_width
     assert old.median_error == pytest.approx(0.161, abs=0.001)
     old_default = held_out_summary(held, mfu_model.DEFAULT_STACK)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
-    assert (round(default.inside_range * n), round(old_default.inside_range * n)) == (123, 118)
+    assert (default.counts[1], old_default.counts[1]) == (123, 118)
     assert search(whole).recipe == 1.5
 
 
@@ -712,9 +702,7 @@ def test_the_recipe_multiplier_steps_as_the_other_classes(data, held_out):
     coarse = {**grid, "recipe": [round(1.0 + 0.1 * i, 1) for i in range(11)]}
     old = held_out_summary(leave_one_organisation_out(data, searcher=lambda d: search(d, grid=coarse)))
     shipped = held_out_summary(held_out)
-    n = shipped.runs
-    assert (round(old.within_band * n), round(old.inside_range * n)) == (95, 119)
-    assert (round(shipped.within_band * n), round(shipped.inside_range * n)) == (95, 119)
+    assert old.counts == shipped.counts == (95, 119)
     assert old.median_error == pytest.approx(0.160, abs=0.001)
     assert shipped.median_error == pytest.approx(0.1499, abs=0.001)
     assert search(data, grid=coarse).recipe == 1.3 and FIT.recipe == 1.35
@@ -735,8 +723,7 @@ def test_the_run_weights_are_the_ones_the_cross_validation_picks(data, held_out)
     assert calibration.pair_weights(data) != calibration.organisation_weights(data)
     by_pair = leave_one_organisation_out(data, searcher=calibration.searcher_for(calibration.LOSS_CAP, True))
     pairs, shipped = held_out_summary(by_pair), held_out_summary(held_out)
-    assert (round(pairs.within_band * pairs.runs), round(shipped.within_band * shipped.runs)) == (95, 95)
-    assert (round(pairs.inside_range * pairs.runs), round(shipped.inside_range * shipped.runs)) == (119, 119)
+    assert pairs.counts == shipped.counts == (95, 119)
     assert shipped.median_width == pytest.approx(pairs.median_width, abs=1e-9)
     assert search(data, pairs=True).basic == 0.25 and FIT.basic == 0.3
     judged = [((calibration.LOSS_CAP, False), shipped), ((calibration.LOSS_CAP, True), pairs)]
