@@ -148,6 +148,8 @@ def main() -> None:
     ablate("no small-model term", data, dataclasses.replace(START, small_params=0.0), GRID)
     ablate("no older-GPU term (V100 as A100)", data, dataclasses.replace(START, older=1.0), GRID)
     ablate("no attention cost (fixed at 1)", data, START, without(GRID, "attention_cost"))
+    ablate("unfused attention charged (round 30, not kept)", data, dataclasses.replace(START, unfused_attention=True),
+           GRID)  # fmt: skip
     ablate("AMD CDNA 2 at the old 0.85 guess", data, START, GRID, amd=0.85)
     ablate("FP8 gain stated at 1.3 (rounds 1-3)", data, dataclasses.replace(START, fp8_gain=1.3), GRID)
     ablate("FP8 gain searched on round 4's grid, 1.2-2.0", data, START, {**GRID, "fp8_gain": ROUND_4_FP8_GRID})

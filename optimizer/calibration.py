@@ -54,6 +54,10 @@ def _model(row: dict[str, str]) -> ModelSpec:
         spec = derived_shape(float(row["total_params_b"]) * 1e9, row["run"])
     if row.get("layers") and row.get("hidden"):
         spec = dataclasses.replace(spec, layers=int(row["layers"]), hidden=int(row["hidden"]), source="published shape")
+    # the head width of unfused attention's cost (mfu.unfused_attention_cost): the published heads, else the
+    # conventional 128-wide heads of the row's width; the FLOPs do not change (the kv share stays)
+    heads = int(row.get("heads") or max(1, spec.hidden // 128))
+    spec = dataclasses.replace(spec, heads=heads, kv_heads=max(1, heads * spec.kv_heads // spec.heads))
     if row.get("tied") == "no":  # an untied input embedding: a lookup table, left out of the FLOPs (compute.py)
         if not (row.get("vocab") and row.get("hidden")):
             raise ValueError(f"{row['run']}: an untied embedding needs the published vocab and hidden size")
@@ -95,6 +99,7 @@ class Case:
     flops: float
     attention_share: float
     counted: float = 1.0  # the share of a whole run's GPU-hours the published figure counts (``counted_share``)
+    attention: str = "fused"  # how the run computed attention (mfu.ATTENTION): read only by round 30's candidate term
 
     @classmethod
     def of(cls, row: dict[str, str]) -> Case:
@@ -114,6 +119,7 @@ class Case:
             flops=flops.total,
             attention_share=flops.attention / flops.total,
             counted=counted_share(row["basis"]),
+            attention=attention_of(row),
         )
 
     def mfu(self, fit: Fit = FITTED, stack: str | None = None) -> mfu_model.Mfu:
@@ -129,6 +135,8 @@ class Case:
             recompute=self.job.recompute,
             stack=stack or self.stack,
             attention_share=self.attention_share,
+            attention=self.attention,
+            head_dim=model.hidden / model.heads,
             fit=fit,
         )
 
@@ -144,6 +152,14 @@ class Case:
         """The published figure lies inside [low, high] (low = fastest plausible = highest MFU)."""
         m = self.mfu(fit, stack)
         return self.gpu_hours(m.high) <= self.published_gpu_hours <= self.gpu_hours(m.low)
+
+
+def attention_of(row: dict[str, str]) -> str:
+    """The row's ``attention`` label, blank read as fused (the calibration file's rule)."""
+    attention = row.get("attention") or "fused"
+    if attention not in mfu_model.ATTENTION:
+        raise ValueError(f"{row['run']}: attention must be one of {', '.join(mfu_model.ATTENTION)} or blank")
+    return attention
 
 
 STEADY_BASIS = "iteration time x iterations"

@@ -71,7 +71,10 @@ only across nodes; its T is fitted), RECOMPUTE_FULL (arithmetic), S for InfiniBa
 Llama 3 report's ~90 % effective training time on 16K GPUs), P, QLORA, the AMD factors, the FP8 gain and
 MFU_CEILING. The FLOPs the MFU divides leave an untied input embedding out (a lookup: optimizer.compute).
 The search's data leave C at 1 (no attention cost beyond its FLOPs is visible in whole runs; the
-attention FLOPs themselves, which grow with the sequence length, are always counted when it is known).
+attention FLOPs themselves, which grow with the sequence length, are always counted when it is known). Round 30 of
+issue 14 tried a cost for attention computed unfused (the scores written to memory: ``unfused_attention_cost``,
+arithmetic that reproduces the FlashAttention paper's Megatron-LM baselines) on the runs labelled so; it lost four runs
+inside out of sample and is kept only as an ablation (``Fit.unfused_attention``, off here).
 
 AMD: a GPU is what the publication counts; for MI250/MI250X that is the OAM module of two GCDs (AMD's
 and LUMI's model cards count modules; ROCm shows each GCD as a device). CDNA 2 (MI250, MI250X) is
@@ -106,6 +109,20 @@ RECOMPUTE_FULL = 6 / 8  # full activation recomputation: one more forward pass, 
 RECOMPUTE = ("selective", "full")
 QLORA = 0.70
 OLDER_ARCHITECTURES = ("Volta", "Turing")  # no FlashAttention-2, no bf16
+# How a calibration run computed attention (its ``attention`` column): "fused" (FlashAttention, xFormers, PyTorch SDPA,
+# cuDNN, Transformer Engine: what every current framework does by default) or "unfused" (softmax(QK^T) by separate
+# kernels, the scores written out: Megatron-LM before 2023, Hugging Face's "eager" attention, a hand-written softmax).
+ATTENTION = ("fused", "unfused")
+# The arithmetic of unfused attention's cost (``unfused_attention_cost``), per score element of one head, forward and
+# backward, in bf16/fp16: QK^T writes 2 bytes; a fused scale-mask-softmax reads 2 and writes 2; dropout reads 2,
+# writes 2 and a 1-byte mask; AV reads 2 (13 forward); backward, dP written 2, dropout 5, softmax reads P and dP and
+# writes dS 6, dQ and dK read dS 4, dV reads P 2 (19).
+UNFUSED_BYTES_PER_SCORE = 32
+DENSE_STEP_MFU = 0.5  # the share of peak the rest of a step runs at (benchmarks: 40-60 %), against which the
+ELEMENTWISE_BANDWIDTH = 0.8  # memory time is added; the share of its datasheet bandwidth an elementwise kernel reaches
+# The FlashAttention paper (Dao et al. 2022, Table 2): days to train GPT-2 on 8 A100-40GB with Megatron-LM's unfused
+# attention over the days with FlashAttention; a test checks the arithmetic against them, they do not set it.
+FLASH_ATTENTION_PAPER_SLOWDOWN = {"GPT-2 small": 4.7 / 2.7, "GPT-2 medium": 11.5 / 6.9}
 AMD_FACTOR = {"CDNA 2": 0.5, "CDNA 3": 0.85}  # see the module docstring; other AMD architectures: CDNA 3's
 FP8_BENCHMARKS = (1.28, 1.42)  # published FP8/BF16 throughput ratios (docstring): the stated gain lies inside
 # No published whole run sustained more (llm.c GPT-2 124M and Falcon-RW-1B: ~0.6 with attention); nanochat's d20 on
@@ -173,6 +190,9 @@ class Fit:
     held: tuple[tuple[str, int, int], ...] = ()
     measured_held: float | None = None
     recipe: float = 1.0  # the recipe class's multiplier, relative to "tuned" (round 27 of issue 14)
+    # Round 30 of issue 14's candidate, not shipped: unfused attention's cost (``unfused_attention_cost``) on the
+    # calibration runs labelled ``unfused``; bench/fit_mfu.py's ablation measures it (docs/calibration-history.md)
+    unfused_attention: bool = False
 
     def stack(self, name: str) -> float:
         return {
@@ -262,6 +282,24 @@ def small_model_factor(gpu: GpuSpec, active_params: float, fit: Fit = FITTED) ->
     return 1.0 / (1.0 + overhead)
 
 
+def unfused_attention_cost(gpu: GpuSpec, head_dim: float) -> float:
+    """C_u: what one attention FLOP costs, in dense FLOPs, when the scores are written out (round 30 of issue 14's
+    candidate term, ``Fit.unfused_attention``: not shipped).
+
+    Per token and layer an unfused attention moves UNFUSED_BYTES_PER_SCORE bytes for each of its seq x heads scores
+    and does 12 x hidden x seq attention FLOPs, so 32 / (12 x head_dim) bytes per FLOP; at ELEMENTWISE_BANDWIDTH of
+    the datasheet's bandwidth against a dense step at DENSE_STEP_MFU of peak, each such byte costs the time of
+    peak / bandwidth x DENSE_STEP_MFU / ELEMENTWISE_BANDWIDTH dense FLOPs. A100-40GB with 64-wide heads: 6.2. Why
+    arithmetic and not a searched constant: the runs that pay it are few and mostly of 2021-22, too few to set it in
+    a fold that holds some of them out; the FlashAttention paper's two ratios check it (a test). Not shipped: with it
+    the search raises ``basic`` to 0.4 (the transformers GPT-2 runs no longer hold it down) and TeenyTinyLlama's two
+    runs, which used FlashAttention-2 and are as slow, fall outside their range; four runs fewer inside.
+    """
+    flops_per_byte = gpu.tensor16_tflops * 1e12 / (gpu.memory_bandwidth_gb_s * 1e9)
+    bytes_per_flop = UNFUSED_BYTES_PER_SCORE / (12.0 * head_dim)
+    return 1.0 + bytes_per_flop * flops_per_byte * DENSE_STEP_MFU / ELEMENTWISE_BANDWIDTH
+
+
 # The GPU families with published whole runs in the calibration file (a test keeps this equal to it). On any other
 # GPU the estimate is extrapolated: the bandwidth term from the datasheet and, for AMD, a stated software factor
 # (CDNA 3 is a guess). plan and estimate say which, so a top row on an uncalibrated GPU is read as such.
@@ -294,11 +332,14 @@ def realized_mfu(
     recompute: str = "selective",
     stack: str = DEFAULT_STACK,
     attention_share: float = 0.0,
+    attention: str = "fused",
+    head_dim: float = 128.0,
     fit: Fit = FITTED,
 ) -> Mfu:
     """Expected whole-run MFU with its band, relative to the dense peak of ``precision``.
 
-    ``attention_share`` is the attention term's share of the job's FLOPs (0 when it is not counted).
+    ``attention_share`` is the attention term's share of the job's FLOPs (0 when it is not counted); ``attention``
+    says whether its scores stay on chip (``ATTENTION``), ``head_dim`` how many attention FLOPs each score carries.
     """
     per_node = max(1, min(gpus, gpus_per_node))
     nodes = math.ceil(gpus / per_node)
@@ -317,7 +358,10 @@ def realized_mfu(
     if attention_share > 0:
         factors["attention"] = 1.0 / (1.0 + (fit.attention_cost - 1.0) * attention_share)
     if gpu.architecture in OLDER_ARCHITECTURES:
-        factors["older_gpu"] = fit.older
+        factors["older_gpu"] = fit.older  # its basis, Megatron-LM on V100, had no fused attention: it carries that
+    elif attention == "unfused" and attention_share > 0 and fit.unfused_attention:
+        cost = unfused_attention_cost(gpu, head_dim)
+        factors["unfused_attention"] = 1.0 / (1.0 + (cost - 1.0) * attention_share)
     if recompute == "full":
         factors["recompute"] = RECOMPUTE_FULL
     if per_node > 1 and gpu.intra_node == "pcie":

@@ -546,6 +546,72 @@ def test_older_gpus_and_attention_pay_their_stated_factors():
     assert long_seq.attention / long_seq.total > 4 * short_seq.attention / short_seq.total
 
 
+def test_unfused_attention_cost_is_its_arithmetic_and_only_where_scores_are_written_out():
+    """Round 30's candidate term (not shipped). C_u by hand for A100-40GB (312 TFLOPS, 1,555 GB/s) and 64-wide heads:
+    1 + 32 / (12 x 64) x 312e12 / 1555e9 x 0.5 / 0.8; a fused job, one on Volta (where the older-GPU factor carries
+    it) and any job under the shipped constants pay nothing."""
+    a100 = GPUS.resolve("A100-40GB")
+    assert mfu_model.unfused_attention_cost(a100, 64) == pytest.approx(1 + 32 / 768 * 312e12 / 1555e9 * 0.625)
+    assert mfu_model.unfused_attention_cost(a100, 64) == pytest.approx(6.22, abs=0.01)
+    # wider heads carry more FLOPs per score; a GPU with more FLOPs per byte pays more
+    assert mfu_model.unfused_attention_cost(a100, 128) < mfu_model.unfused_attention_cost(a100, 64)
+    h100 = GPUS.resolve("H100-SXM")
+    assert mfu_model.unfused_attention_cost(h100, 64) > mfu_model.unfused_attention_cost(a100, 64)
+    candidate = dataclasses.replace(FIT, unfused_attention=True)
+
+    def factors(gpu: str, attention: str, fit: mfu_model.Fit = candidate) -> dict[str, float]:
+        return mfu_model.realized_mfu(
+            GPUS.resolve(gpu), active_params=1e9, gpus=8, gpus_per_node=8, attention_share=0.2, attention=attention,
+            head_dim=64, fit=fit,
+        ).factors  # fmt: skip
+
+    cost = mfu_model.unfused_attention_cost(a100, 64)
+    assert factors("A100-40GB", "unfused")["unfused_attention"] == pytest.approx(1 / (1 + (cost - 1) * 0.2))
+    assert "unfused_attention" not in factors("A100-40GB", "fused")
+    assert "unfused_attention" not in factors("V100", "unfused") and "older_gpu" in factors("V100", "unfused")
+    assert "unfused_attention" not in factors("A100-40GB", "unfused", FIT)  # the shipped model does not charge it
+
+
+def test_unfused_attention_reproduces_the_flashattention_papers_megatron_baselines():
+    """Stated by arithmetic, checked (not set) against the FlashAttention paper's Table 2: Megatron-LM's GPT-2 small
+    and medium on 8 A100-40GB took 4.7 and 11.5 days where FlashAttention took 2.7 and 6.9. The term alone, on the
+    calibration rows of those runs, gives 1.69x and 1.65x: within 5 % of the paper's 1.74x and 1.67x."""
+    candidate = dataclasses.replace(FIT, unfused_attention=True)
+    by_name = {case.name: case for case in cases()}
+    for size, slowdown in mfu_model.FLASH_ATTENTION_PAPER_SLOWDOWN.items():
+        megatron = by_name[f"{size} (Megatron-LM; FlashAttention paper)"]
+        flash = by_name[f"{size} (FlashAttention; FlashAttention paper)"]
+        assert megatron.attention == "unfused" and flash.attention == "fused"
+        assert 1 / megatron.mfu(candidate).factors["unfused_attention"] == pytest.approx(slowdown, rel=0.05)
+        assert "unfused_attention" not in flash.mfu(candidate).factors
+
+
+def test_unfused_attention_is_not_charged_because_it_loses_runs_out_of_sample(data, held_out):
+    """Round 30's candidate, searched and cross-validated the quick way with the shipped loss: 92 runs within
+    0.8-1.25x against 95 and 118 inside against 119, at a narrower median range (2.42 against 2.46) and more inside the
+    default class's range (125 against 123). The search puts ``basic`` at 0.4 with it, and TeenyTinyLlama's two runs,
+    which used FlashAttention-2 and are as slow as the transformers GPT-2 runs, fall out of their range; so the shipped
+    constants do not charge it (the whole procedure, docs/calibration-history.md: 95 and 118, or 97 and 116 with the
+    loss the cross-validation picks for it, against 95 and 120)."""
+    start = dataclasses.replace(calibration.START, unfused_attention=True)
+    candidate = leave_one_organisation_out(data, searcher=lambda d: search(d, start=start))
+    tried, shipped = held_out_summary(candidate), held_out_summary(held_out)
+    assert (shipped.counts, tried.counts) == ((95, 119), (92, 118))
+    assert calibration.best_loss([("shipped", shipped), ("unfused", tried)]) == "shipped"
+    assert tried.median_width == pytest.approx(2.423, abs=0.001)
+    assert held_out_summary(candidate, mfu_model.DEFAULT_STACK).counts[1] == 125
+    assert not FIT.unfused_attention
+
+
+def test_attention_labels_are_fused_unfused_or_blank():
+    """A label outside the calibration file's two words is a data error, not a silent "fused"."""
+    row = next(r for r in rows() if r["id"] == "154")
+    assert calibration.attention_of(row) == "unfused"
+    assert calibration.attention_of({**row, "attention": ""}) == "fused"
+    with pytest.raises(ValueError, match="attention must be one of fused, unfused"):
+        calibration.attention_of({**row, "attention": "eager"})
+
+
 def test_amd_cdna2_factor_reproduces_amd_olmo_published_throughput():
     """Stated from AMD-OLMo-1B's 12,200 tokens/s per MI250 (64 GPUs), a steady rate: the model's whole-run MFU for that
     job is that rate less the time a whole run spends off it, so the steady MFU must lie where the stated goodput range
