@@ -603,6 +603,24 @@ def test_unfused_attention_is_not_charged_because_it_loses_runs_out_of_sample(da
     assert not FIT.unfused_attention
 
 
+def test_the_batch_sizes_gathered_for_a_later_round_name_real_runs():
+    """optimizer/data/calibration_batches.csv (round 30's groundwork for a per-step-overhead candidate, not read by
+    the model): one line for every included run, by id, each a whole positive number of tokens with how it was
+    found, or marked not found."""
+    import csv
+    from importlib import resources
+
+    text = resources.files("optimizer").joinpath("data/calibration_batches.csv").read_text(encoding="utf-8")
+    batches = list(csv.DictReader(line for line in text.splitlines() if not line.startswith("#")))
+    assert sorted(b["id"] for b in batches) == sorted(r["id"] for r in rows())
+    for b in batches:
+        assert b["how"] in ("stated", "derived", "not found") and b["source"]
+        assert (b["how"] == "not found") == (b["global_batch_tokens"] == "")
+        assert b["how"] == "not found" or int(b["global_batch_tokens"]) >= 1024
+    teeny = next(b for b in batches if b["id"] == "108")
+    assert int(teeny["global_batch_tokens"]) == 8192  # TeenyTinyLlama's Table 3: the lead the batches are for
+
+
 def test_attention_labels_are_fused_unfused_or_blank():
     """A label outside the calibration file's two words is a data error, not a silent "fused"."""
     row = next(r for r in rows() if r["id"] == "154")
