@@ -245,7 +245,7 @@ FITTED = Fit(
         ("typical", 0.28, 1.56),
         ("basic", 0.67, 1.77),
     ),
-    measured_band=(0.63, 1.6),
+    measured_band=(0.65, 1.54),
     held=(
         ("recipe", 20, 24),
         ("large-lab", 29, 32),

@@ -107,7 +107,8 @@ def test_a_conformal_span_takes_the_finite_sample_ranks():
 
 
 def test_the_shipped_ranges_cover_what_they_claim_out_of_sample(held_out, shipped_held_out):
-    """The headline (README, bench/calibration.py): the whole procedure that ships, constants AND ranges,
+    """Round 31 (Stable LM 2 1.6B corrected to 4T tokens): 96 within, 120 inside, x2.435, 14.99 %, default 122.
+    The headline (README, bench/calibration.py): the whole procedure that ships, constants AND ranges,
     cross-validated by organisation. Each range is read at the 5-95 % span of out-of-sample residuals, aimed at 90 %,
     and holds 120 of 138 (87.0 %; round 28: 119 of 138; round 27: 116 of 137, 84.7 %; round 26: 116 of 137 too; round
     25: 113 of 134, round 24: 106 of 125, round 23: 98 of 118, round 22: 97 of 114, round 21: 98 of 111; the labels say
@@ -127,13 +128,13 @@ def test_the_shipped_ranges_cover_what_they_claim_out_of_sample(held_out, shippe
     """
     s = held_out_summary(shipped_held_out)
     assert s.runs == 138
-    assert s.counts == (95, 120)
-    assert s.median_width == pytest.approx(2.433, abs=0.001)
+    assert s.counts == (96, 120)
+    assert s.median_width == pytest.approx(2.435, abs=0.001)
     assert s.median_error == pytest.approx(0.1499, abs=0.0001)
     default = held_out_summary(shipped_held_out, mfu_model.DEFAULT_STACK)
     assert default.counts[1] == 122
     old = held_out_summary(held_out)  # each fold with the in-sample ranges widened by BAND_MARGIN
-    assert (old.counts[1], round(old.median_width, 2)) == (119, 2.46)
+    assert (old.counts[1], round(old.median_width, 2)) == (119, 2.48)
     assert s.median_width < old.median_width
     assert [h.fit.base for h in shipped_held_out] == [h.fit.base for h in held_out]  # the same constants, per fold
 
@@ -151,17 +152,19 @@ def test_a_range_read_off_in_sample_residuals_is_too_narrow_out_of_sample(data, 
 
 
 def test_in_sample_figures(data):
-    """What bench/calibration.py prints for the shipped constants on every run (README, Calibration)."""
+    """Round 31: 97 within, 124 inside.
+    What bench/calibration.py prints for the shipped constants on every run (README, Calibration)."""
     s = evaluate(data, [FIT] * len(data))
     assert len(data) == 138
-    assert s.counts == (96, 124)
+    assert s.counts == (97, 124)
     assert s.median_width == pytest.approx(2.451, abs=0.001)
     assert s.median_error == pytest.approx(0.1391, abs=0.001)
     assert 0.9 <= s.median_ratio <= 1.1
 
 
 def test_leave_one_organisation_out_figures(held_out):
-    """Each organisation predicted by constants chosen without any of its runs, each fold with the ranges its own runs
+    """Round 31's 138 runs: 96 within, 119 inside, x2.48, 15.0 %, default 123.
+    Each organisation predicted by constants chosen without any of its runs, each fold with the ranges its own runs
     show in sample, widened 13 % (BAND_MARGIN): the quick cross-validation every search variant and loss is compared by,
     and rounds 1-17's headline (round 29's 138 runs: 69 % within, 86 % inside, x2.46, 15.0 %, default 89 %; round 28's,
     steady figures compared with the prediction times the goodput, the recipe grid at 0.1: the same at 16.0 %; round
@@ -175,15 +178,17 @@ def test_leave_one_organisation_out_figures(held_out):
     shipped ranges' figure is ``cross_validated``'s (the test above); the nested one, the loss chosen without the
     held-out organisation too, is in the README."""
     s = held_out_summary(held_out)
-    assert s.median_width == pytest.approx(2.458, abs=0.001)
+    assert s.median_width == pytest.approx(2.479, abs=0.001)
     assert s.median_error == pytest.approx(0.1499, abs=0.001)
-    assert s.counts == (95, 119)
+    assert s.counts == (96, 119)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
     assert default.inside_range >= 0.85 and default.counts[1] == 123
 
 
 def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
-    """Rounds 2-5's loss, the plain mean |log error|, searched and cross-validated the same way: runs far
+    """Round 31's 138 runs: the 1.3x cap 96 and 119, the uncapped loss 80 and 117 at 18.7 %, the 1.5x, 1.8x and 2x caps
+    92, 90 and 90 within, 119 inside.
+    Rounds 2-5's loss, the plain mean |log error|, searched and cross-validated the same way: runs far
     off weigh in full, on either side, and 22 runs fewer land within 0.8-1.25x (73 of 138), fewer inside the range (112
     against 119), at a larger median error (20.1 % against 15.0 %); searched on every run it puts typical at 0.85 of
     tuned, large-lab at 1.1 and recipe at 1.4. On round 28's 138 runs, with each organisation weighing one, the 1.3x cap
@@ -199,14 +204,14 @@ def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
     uncapped = leave_one_organisation_out(data, searcher=calibration.searcher_for(None))
     old = held_out_summary(uncapped)
     shipped = held_out_summary(held_out)
-    assert (old.counts, shipped.counts) == ((73, 112), (95, 119))
-    assert shipped.median_error < old.median_error - 0.04
+    assert (old.counts, shipped.counts) == ((80, 117), (96, 119))
+    assert shipped.median_error < old.median_error - 0.035
     plain = search(data, loss_cap=None)
-    assert (plain.typical, plain.large_lab, plain.recipe) == (0.85, 1.1, 1.4)
+    assert (plain.typical, plain.large_lab, plain.recipe) == (0.8, 1.05, 1.4)
     assert (FIT.typical, FIT.large_lab, FIT.recipe) == (0.9, 1.0, 1.35)
     assert search(data, loss_cap=1.8).typical == 0.9
     judged: list[tuple[float | None, calibration.Summary]] = [(calibration.LOSS_CAP, shipped), (None, old)]
-    for cap, pinned in ((1.5, (90, 119)), (1.8, (88, 118)), (2.0, (88, 118))):
+    for cap, pinned in ((1.5, (92, 119)), (1.8, (90, 119)), (2.0, (90, 119))):
         other = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(cap)))
         assert other.counts == pinned
         judged.append((cap, other))
@@ -230,7 +235,8 @@ def test_an_organisation_is_held_out_whole(data, held_out):
 
 
 def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
-    """Without classes (every run 'tuned') the same search puts fewer runs within 0.8-1.25x (78 against 95 of 138) at a
+    """Round 31's 138 runs: 96 and 119 with the classes, 78 and 122 without, at x2.48 against x2.74.
+    Without classes (every run 'tuned') the same search puts fewer runs within 0.8-1.25x (78 against 95 of 138) at a
     larger median error (18.9 % against 15.0 %); it puts two more inside its range (121 against 119), at a wider
     median range (2.64 against 2.46). (Round 27's 137 runs: 70 against 92 within, 21.5 % against 14.8 %, 120 against
     118 inside, 2.82 against 2.58. Round 26's 137 runs, before the recipe class: 70 against 78 within, 115 against
@@ -245,14 +251,15 @@ def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
     without = leave_one_organisation_out(data, searcher=lambda d: search(d, start=flat, grid=grid))
     flat_s = held_out_summary(without)
     shipped = held_out_summary(held_out)
-    assert (shipped.counts, flat_s.counts) == ((95, 119), (78, 121))
-    assert shipped.median_width == pytest.approx(2.458, abs=0.001)
-    assert flat_s.median_width == pytest.approx(2.640, abs=0.001)
+    assert (shipped.counts, flat_s.counts) == ((96, 119), (78, 122))
+    assert shipped.median_width == pytest.approx(2.479, abs=0.001)
+    assert flat_s.median_width == pytest.approx(2.735, abs=0.001)
     assert shipped.median_error < flat_s.median_error - 0.025
 
 
 def test_the_recipe_class_earns_its_place_out_of_sample(data, held_out):
-    """Round 27: the 23 runs of single-node speed recipes run with their own code (nanochat, llm.c and its PyTorch
+    """Round 31's 138 runs: 96 and 119 with the class, 82 and 118 with the recipe runs labelled as before.
+    Round 27: the 23 runs of single-node speed recipes run with their own code (nanochat, llm.c and its PyTorch
     trainer, nanoGPT, llama2.c), labelled as rounds 1-26 had them (tuned for their author's, typical for others') and
     searched with the same loss without the class, put 78 runs within 0.8-1.25x against 92, 110 inside against 118,
     at a wider median range (2.88 against 2.58) and a larger median error (19.4 % against 14.8 %); on round 28's 138
@@ -271,13 +278,15 @@ def test_the_recipe_class_earns_its_place_out_of_sample(data, held_out):
     grid = {k: v for k, v in calibration.GRID.items() if k != "recipe"}
     old = held_out_summary(leave_one_organisation_out(before, searcher=lambda d: search(d, grid=grid)))
     shipped = held_out_summary(held_out)
-    assert (old.counts, shipped.counts) == ((81, 117), (95, 119))
+    assert (old.counts, shipped.counts) == ((82, 118), (96, 119))
     assert old.median_width == pytest.approx(2.733, abs=0.001)
     assert old.median_error == pytest.approx(0.186, abs=0.001)
 
 
 def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
-    """Round 1's sharp knee, 1 / (1 + (T.G/N)^2) on every job, searched the same way, against compute / (compute + sync)
+    """Round 31's 138 runs: the knee puts 93 within and 117 inside against 96 and 119, at a range narrower by 0.002
+    (2.477) and a median error of 15.9 %: the stated form stays by three runs within.
+    Round 1's sharp knee, 1 / (1 + (T.G/N)^2) on every job, searched the same way, against compute / (compute + sync)
     charged only across nodes. On round 29's 138 runs the knee puts two runs fewer within 0.8-1.25x (93 against 95), as
     many inside its range (119) at a wider median range (2.49 against 2.46), with as large a median error (15.0 %) and
     as many inside the default class's range (123); on round 28's, one fewer (94) at 16.4 % against 16.0 %. On round
@@ -300,17 +309,18 @@ def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
     round_1 = leave_one_organisation_out(data, searcher=lambda d: search(d, start=knee))
     old = held_out_summary(round_1)
     shipped = held_out_summary(held_out)
-    assert (shipped.counts, old.counts) == ((95, 119), (93, 119))
-    assert shipped.median_width < old.median_width
+    assert (shipped.counts, old.counts) == ((96, 119), (93, 117))
+    assert old.median_width == pytest.approx(2.477, abs=0.001)  # round 31: the knee's range is narrower by 0.002
     assert calibration.best_loss([("stated", shipped), ("knee", old)]) == "stated"
-    assert old.median_error == pytest.approx(0.1501, abs=0.001)
+    assert old.median_error == pytest.approx(0.1593, abs=0.001)
     old_default = held_out_summary(round_1, mfu_model.DEFAULT_STACK)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
     assert (default.counts[1], old_default.counts[1]) == (123, 123)
 
 
 def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
-    """Round 4's search on the whole runs put the FP8 gain at 1.4, inside the published FP8/BF16 throughput ratios
+    """Round 31's 138 runs: 94 within at 1.3 against 96 at the stated 1.4.
+    Round 4's search on the whole runs put the FP8 gain at 1.4, inside the published FP8/BF16 throughput ratios
     (torchtitan, OLMo-core, Megatron-LM with Transformer Engine: 1.28-1.42); round 5 states it there (two organisations'
     FP8 runs cannot set it in a fold that holds one out). The whole runs barely tell it from the round-1-3 value 1.3:
     held there, the same search cross-validates to two runs fewer within 0.8-1.25x on round 29's 138 runs (93 against
@@ -329,7 +339,7 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     stated = leave_one_organisation_out(data, searcher=lambda d: search(d, start=older))
     old = held_out_summary(stated)
     shipped = held_out_summary(held_out)
-    assert (shipped.counts[0], old.counts[0]) == (95, 93)
+    assert (shipped.counts[0], old.counts[0]) == (96, 94)
     assert (round(shipped.median_error, 3), round(old.median_error, 3)) == (0.150, 0.139)
     scout = next(c for c in data if c.name == "Llama 4 Scout")
     assert scout.mfu(FIT).factors["fp8"] == pytest.approx(FIT.fp8_gain * 989 / 1979)
@@ -456,7 +466,8 @@ def test_a_steady_figure_is_compared_with_the_steady_part_of_the_prediction(data
 
 
 def test_the_steady_reading_out_of_sample(data, held_out):
-    """What the steady reading does, each way searched with the shipped loss and cross-validated the quick way (each
+    """Round 31's 138 runs: with it 96 and 119, read as whole runs 95 and 119 at x2.58.
+    What the steady reading does, each way searched with the shipped loss and cross-validated the quick way (each
     organisation held out, in-sample ranges widened 13 %) on round 29's 138 runs: with it 95 within 0.8-1.25x and 119
     inside at a median range of x2.46 and a median error of 15.0 %, 123 inside the default class's range; read as whole
     runs (rounds 23-27), 95 and 119 at x2.59 and 16.1 %, 118 for the default class (the search then puts recipe at 1.5
@@ -470,8 +481,8 @@ def test_the_steady_reading_out_of_sample(data, held_out):
     whole = [dataclasses.replace(c, counted=1.0) for c in data]
     held = leave_one_organisation_out(whole)
     old, shipped = held_out_summary(held), held_out_summary(held_out)
-    assert old.counts == shipped.counts == (95, 119)
-    assert old.median_width == pytest.approx(2.586, abs=0.001) and shipped.median_width < old.median_width
+    assert (old.counts, shipped.counts) == ((95, 119), (96, 119))
+    assert old.median_width == pytest.approx(2.583, abs=0.001) and shipped.median_width < old.median_width
     assert old.median_error == pytest.approx(0.161, abs=0.001)
     old_default = held_out_summary(held, mfu_model.DEFAULT_STACK)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
@@ -587,7 +598,8 @@ def test_unfused_attention_reproduces_the_flashattention_papers_megatron_baselin
 
 
 def test_unfused_attention_is_not_charged_because_it_loses_runs_out_of_sample(data, held_out):
-    """Round 30's candidate, searched and cross-validated the quick way with the shipped loss: 92 runs within
+    """Round 31's 138 runs: 93 and 118 against 96 and 119.
+    Round 30's candidate, searched and cross-validated the quick way with the shipped loss: 92 runs within
     0.8-1.25x against 95 and 118 inside against 119, at a narrower median range (2.42 against 2.46) and more inside the
     default class's range (125 against 123). The search puts ``basic`` at 0.4 with it, and TeenyTinyLlama's two runs,
     which used FlashAttention-2 and are as slow as the transformers GPT-2 runs, fall out of their range; so the shipped
@@ -596,7 +608,7 @@ def test_unfused_attention_is_not_charged_because_it_loses_runs_out_of_sample(da
     start = dataclasses.replace(calibration.START, unfused_attention=True)
     candidate = leave_one_organisation_out(data, searcher=lambda d: search(d, start=start))
     tried, shipped = held_out_summary(candidate), held_out_summary(held_out)
-    assert (shipped.counts, tried.counts) == ((95, 119), (92, 118))
+    assert (shipped.counts, tried.counts) == ((96, 119), (93, 118))
     assert calibration.best_loss([("shipped", shipped), ("unfused", tried)]) == "shipped"
     assert tried.median_width == pytest.approx(2.423, abs=0.001)
     assert held_out_summary(candidate, mfu_model.DEFAULT_STACK).counts[1] == 125
@@ -775,7 +787,8 @@ def test_the_search_never_picks_constants_above_the_published_benchmarks(data):
 
 
 def test_the_recipe_multiplier_steps_as_the_other_classes(data, held_out):
-    """Round 29: ``GRID["recipe"]`` steps by 0.05 like the other class multipliers (round 27 wrote it at 0.1). On the
+    """Round 31's 138 runs: 96 and 119 on either grid.
+    Round 29: ``GRID["recipe"]`` steps by 0.05 like the other class multipliers (round 27 wrote it at 0.1). On the
     138 runs the 0.1 grid puts recipe at 1.3 and, cross-validated the quick way, as many within (95) and inside (119)
     at the same median range, at a median error of 16.0 % against 15.0 %: with one grid step the folds that hold out a
     recipe runner jump between 1.3 and 1.4, and fifteen runs' held-out ratios with them (the whole procedure: 16.0 %
@@ -786,14 +799,15 @@ def test_the_recipe_multiplier_steps_as_the_other_classes(data, held_out):
     coarse = {**grid, "recipe": [round(1.0 + 0.1 * i, 1) for i in range(11)]}
     old = held_out_summary(leave_one_organisation_out(data, searcher=lambda d: search(d, grid=coarse)))
     shipped = held_out_summary(held_out)
-    assert old.counts == shipped.counts == (95, 119)
+    assert old.counts == shipped.counts == (96, 119)
     assert old.median_error == pytest.approx(0.160, abs=0.001)
     assert shipped.median_error == pytest.approx(0.1499, abs=0.001)
     assert search(data, grid=coarse).recipe == 1.3 and FIT.recipe == 1.35
 
 
 def test_the_run_weights_are_the_ones_the_cross_validation_picks(data, held_out):
-    """Whether each organisation (rounds 1-11, 22-23, and since round 28) or each organisation-and-class pair (rounds
+    """Round 31's 138 runs: 96 and 119 either way, a tie again.
+    Whether each organisation (rounds 1-11, 22-23, and since round 28) or each organisation-and-class pair (rounds
     12-21 and 24-27) weighs one in the loss is chosen by the cross-validation with the cap. On rounds 28 and 29's 138
     runs pair weights with the 1.3x cap put as many within 0.8-1.25x (95) and inside (119) at the same median range and
     error, and move ``basic`` to 0.25 of ``tuned`` (0.3 by organisation): a tie in everything, which goes to the first
@@ -807,7 +821,7 @@ def test_the_run_weights_are_the_ones_the_cross_validation_picks(data, held_out)
     assert calibration.pair_weights(data) != calibration.organisation_weights(data)
     by_pair = leave_one_organisation_out(data, searcher=calibration.searcher_for(calibration.LOSS_CAP, True))
     pairs, shipped = held_out_summary(by_pair), held_out_summary(held_out)
-    assert pairs.counts == shipped.counts == (95, 119)
+    assert pairs.counts == shipped.counts == (96, 119)
     assert shipped.median_width == pytest.approx(pairs.median_width, abs=1e-9)
     assert search(data, pairs=True).basic == 0.25 and FIT.basic == 0.3
     judged = [((calibration.LOSS_CAP, False), shipped), ((calibration.LOSS_CAP, True), pairs)]
