@@ -122,7 +122,7 @@ def test_the_shipped_ranges_cover_what_they_claim_out_of_sample(held_out, shippe
     inside: met (87.0 %; rounds 24-27 were one run short); with the default class for every run, >= 85 % inside: met
     (122 of 138, 88 %); median range <= x2.5: met (x2.43); median error <= 15 %: met at the edge (14.99 %; round 28:
     16.0 %, when the 0.1 grid let one run move the folds' recipe multiplier from 1.3 to 1.4; round 27: 14.8 %). Not
-    met: within 0.8-1.25x (75 %): 69 %, 95 of 138 (round 27: 92 of 137).
+    met: within 0.8-1.25x (75 %): 70 %, 96 of 138 since round 31 (round 29: 95; round 27: 92 of 137).
     Rounds 1-17's ranges (in-sample 10-90 % spread, each edge widened 13 %) hold 119 at a median x2.46; read off the
     in-sample residuals with no widening they hold only 107 (78 %, below the 80 % the span claims in sample).
     """
@@ -628,7 +628,8 @@ def test_the_batch_sizes_gathered_for_a_later_round_name_real_runs():
     for b in batches:
         assert b["how"] in ("stated", "derived", "not found") and b["source"]
         assert (b["how"] == "not found") == (b["global_batch_tokens"] == "")
-        assert b["how"] == "not found" or int(b["global_batch_tokens"]) >= 1024
+        if b["how"] != "not found":
+            assert int(b["global_batch_tokens"]) >= 1024
     teeny = next(b for b in batches if b["id"] == "108")
     assert int(teeny["global_batch_tokens"]) == 8192  # TeenyTinyLlama's Table 3: the lead the batches are for
 
