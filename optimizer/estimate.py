@@ -165,7 +165,7 @@ def range_means(est: Estimate) -> str:
             "low GPU-hours and wall time = the fastest plausible outcome (the high MFU)"
         )
     return (
-        f"for a {est.job.stack} team, {mfu_model.range_claim(est.job.stack)}; "
+        f"for {mfu_model.article(est.job.stack)} {est.job.stack} team, {mfu_model.range_claim(est.job.stack)}; "
         "low GPU-hours and wall time = the fastest plausible outcome (the high MFU)"
     )
 

@@ -56,7 +56,8 @@ StackOption = Annotated[
     str,
     typer.Option(
         "--stack",
-        help="Software stack and team: recipe | large-lab | tuned | typical (default) | basic. README: Which --stack.",
+        help="Software stack and team: recipe | large-lab | tuned | own-script | typical (default) | basic. "
+        "README: Which --stack.",
     ),
 ]
 
@@ -205,11 +206,13 @@ def estimate_command(
 
 
 def _team(est: Estimate) -> str:
+    from optimizer.mfu import article
+
     job = est.job
     if est.given_mfu is not None:
         return f"the MFU you gave (--mfu {est.given_mfu:g}: no stack class)"
     if job.measured is None:
-        return f"a {job.stack} stack (--stack)"
+        return f"{article(job.stack)} {job.stack} stack (--stack)"
     return f"your stack as measured, {job.measured} (--measured)"
 
 

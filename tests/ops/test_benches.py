@@ -74,8 +74,9 @@ def test_the_era_fact_names_the_typical_runs_published_before_2023():
     held = calibration.leave_one_organisation_out(calibration.cases())
     plain = sum(residuals.within(h.case.log_ratio(h.fit)) for h in held)
     assert residuals.era_refit_within(1.0, list(rows.values())) == plain
-    # the six runs sit at 0.30-0.66x: halving their MFU helps
-    assert residuals.era_refit_within(0.5, list(rows.values())) > plain
+    # the six runs sit at 0.29-0.60x: a factor of 0.4 on their MFU helps (round 32: 101 within against 98; 0.5, which
+    # helped until round 31, now loses one, as the typical multiplier of the folds moves with it)
+    assert residuals.era_refit_within(0.4, list(rows.values())) > plain
 
 
 def test_the_shipped_range_design_reproduces_the_cross_validation_that_ships():

@@ -107,7 +107,8 @@ def test_a_conformal_span_takes_the_finite_sample_ranks():
 
 
 def test_the_shipped_ranges_cover_what_they_claim_out_of_sample(held_out, shipped_held_out):
-    """Round 31 (Stable LM 2 1.6B corrected to 4T tokens): 96 within, 120 inside, x2.435, 14.99 %, default 122.
+    """Round 32 (the own-script class): 98 within, 120 inside, x2.394, 14.99 %, default 125 (round 31, Stable LM 2 1.6B
+    corrected to 4T tokens: 96, 120, x2.435, 14.99 %, 122).
     The headline (README, bench/calibration.py): the whole procedure that ships, constants AND ranges,
     cross-validated by organisation. Each range is read at the 5-95 % span of out-of-sample residuals, aimed at 90 %,
     and holds 120 of 138 (87.0 %; round 28: 119 of 138; round 27: 116 of 137, 84.7 %; round 26: 116 of 137 too; round
@@ -122,20 +123,20 @@ def test_the_shipped_ranges_cover_what_they_claim_out_of_sample(held_out, shippe
     inside: met (87.0 %; rounds 24-27 were one run short); with the default class for every run, >= 85 % inside: met
     (122 of 138, 88 %); median range <= x2.5: met (x2.43); median error <= 15 %: met at the edge (14.99 %; round 28:
     16.0 %, when the 0.1 grid let one run move the folds' recipe multiplier from 1.3 to 1.4; round 27: 14.8 %). Not
-    met: within 0.8-1.25x (75 %): 70 %, 96 of 138 since round 31 (round 29: 95; round 27: 92 of 137).
+    met: within 0.8-1.25x (75 %): 71 %, 98 of 138 since round 32 (round 31: 96; round 29: 95; round 27: 92 of 137).
     Rounds 1-17's ranges (in-sample 10-90 % spread, each edge widened 13 %) hold 119 at a median x2.46; read off the
     in-sample residuals with no widening they hold only 107 (78 %, below the 80 % the span claims in sample).
     """
     s = held_out_summary(shipped_held_out)
     assert s.runs == 138
-    assert s.counts == (96, 120)
-    assert s.median_width == pytest.approx(2.435, abs=0.001)
+    assert s.counts == (98, 120)
+    assert s.median_width == pytest.approx(2.394, abs=0.001)
     assert s.median_error == pytest.approx(0.1499, abs=0.0001)
     default = held_out_summary(shipped_held_out, mfu_model.DEFAULT_STACK)
-    assert default.counts[1] == 122
+    assert default.counts[1] == 125
     old = held_out_summary(held_out)  # each fold with the in-sample ranges widened by BAND_MARGIN
-    assert (old.counts[1], round(old.median_width, 2)) == (119, 2.48)
-    assert s.median_width < old.median_width
+    assert (old.counts[1], round(old.median_width, 2)) == (118, 2.32)
+    assert s.median_width > old.median_width  # round 32: the quick ranges are the narrower (round 31: the wider)
     assert [h.fit.base for h in shipped_held_out] == [h.fit.base for h in held_out]  # the same constants, per fold
 
 
@@ -152,18 +153,18 @@ def test_a_range_read_off_in_sample_residuals_is_too_narrow_out_of_sample(data, 
 
 
 def test_in_sample_figures(data):
-    """Round 31: 97 within, 124 inside.
+    """Round 32: 100 within, 123 inside (round 31: 97, 124).
     What bench/calibration.py prints for the shipped constants on every run (README, Calibration)."""
     s = evaluate(data, [FIT] * len(data))
     assert len(data) == 138
-    assert s.counts == (97, 124)
+    assert s.counts == (100, 123)
     assert s.median_width == pytest.approx(2.451, abs=0.001)
-    assert s.median_error == pytest.approx(0.1391, abs=0.001)
+    assert s.median_error == pytest.approx(0.1325, abs=0.001)
     assert 0.9 <= s.median_ratio <= 1.1
 
 
 def test_leave_one_organisation_out_figures(held_out):
-    """Round 31's 138 runs: 96 within, 119 inside, x2.48, 15.0 %, default 123.
+    """Round 32's 138 runs: 98 within, 118 inside, x2.32, 15.0 %, default 125 (round 31: 96, 119, x2.48, 15.0 %, 123).
     Each organisation predicted by constants chosen without any of its runs, each fold with the ranges its own runs
     show in sample, widened 13 % (BAND_MARGIN): the quick cross-validation every search variant and loss is compared by,
     and rounds 1-17's headline (round 29's 138 runs: 69 % within, 86 % inside, x2.46, 15.0 %, default 89 %; round 28's,
@@ -178,16 +179,17 @@ def test_leave_one_organisation_out_figures(held_out):
     shipped ranges' figure is ``cross_validated``'s (the test above); the nested one, the loss chosen without the
     held-out organisation too, is in the README."""
     s = held_out_summary(held_out)
-    assert s.median_width == pytest.approx(2.479, abs=0.001)
+    assert s.median_width == pytest.approx(2.321, abs=0.001)
     assert s.median_error == pytest.approx(0.1499, abs=0.001)
-    assert s.counts == (96, 119)
+    assert s.counts == (98, 118)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
-    assert default.inside_range >= 0.85 and default.counts[1] == 123
+    assert default.inside_range >= 0.85 and default.counts[1] == 125
 
 
 def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
-    """Round 31's 138 runs: the 1.3x cap 96 and 119, the uncapped loss 80 and 117 at 18.7 %, the 1.5x, 1.8x and 2x caps
-    92, 90 and 90 within, 119 inside.
+    """Round 32's 138 runs: the 1.3x cap 98 and 118, the uncapped loss 85 and 117 at 16.3 %, the 1.5x, 1.8x and 2x caps
+    93, 90 and 90 within, 118 inside; searched on every run the uncapped loss puts typical at 0.75, the 1.8x cap at
+    0.85 (round 31: 96 and 119; 80 and 117 at 18.7 %; 92, 90 and 90, 119).
     Rounds 2-5's loss, the plain mean |log error|, searched and cross-validated the same way: runs far
     off weigh in full, on either side, and 22 runs fewer land within 0.8-1.25x (73 of 138), fewer inside the range (112
     against 119), at a larger median error (20.1 % against 15.0 %); searched on every run it puts typical at 0.85 of
@@ -204,14 +206,14 @@ def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
     uncapped = leave_one_organisation_out(data, searcher=calibration.searcher_for(None))
     old = held_out_summary(uncapped)
     shipped = held_out_summary(held_out)
-    assert (old.counts, shipped.counts) == ((80, 117), (96, 119))
-    assert shipped.median_error < old.median_error - 0.035
+    assert (old.counts, shipped.counts) == ((85, 117), (98, 118))
+    assert shipped.median_error < old.median_error - 0.01
     plain = search(data, loss_cap=None)
-    assert (plain.typical, plain.large_lab, plain.recipe) == (0.8, 1.05, 1.4)
+    assert (plain.typical, plain.large_lab, plain.recipe) == (0.75, 1.05, 1.4)
     assert (FIT.typical, FIT.large_lab, FIT.recipe) == (0.9, 1.0, 1.35)
-    assert search(data, loss_cap=1.8).typical == 0.9
+    assert search(data, loss_cap=1.8).typical == 0.85
     judged: list[tuple[float | None, calibration.Summary]] = [(calibration.LOSS_CAP, shipped), (None, old)]
-    for cap, pinned in ((1.5, (92, 119)), (1.8, (90, 119)), (2.0, (90, 119))):
+    for cap, pinned in ((1.5, (93, 118)), (1.8, (90, 118)), (2.0, (90, 118))):
         other = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(cap)))
         assert other.counts == pinned
         judged.append((cap, other))
@@ -235,7 +237,8 @@ def test_an_organisation_is_held_out_whole(data, held_out):
 
 
 def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
-    """Round 31's 138 runs: 96 and 119 with the classes, 78 and 122 without, at x2.48 against x2.74.
+    """Round 32's 138 runs: 98 and 118 with the classes, 78 and 121 without, at x2.32 against x2.59 (round 31: 96 and
+    119, 78 and 122, x2.48 against x2.74).
     Without classes (every run 'tuned') the same search puts fewer runs within 0.8-1.25x (78 against 95 of 138) at a
     larger median error (18.9 % against 15.0 %); it puts two more inside its range (121 against 119), at a wider
     median range (2.64 against 2.46). (Round 27's 137 runs: 70 against 92 within, 21.5 % against 14.8 %, 120 against
@@ -246,19 +249,20 @@ def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
     against 74; round 21's 111 runs: 62 against 72; round 20's 110 runs: 67 against 70; round 19's 108 runs: 67
     against 70; round 17's 107 runs: 66 against 69; round 11's 99 runs: 61 against 63 within, 19.9 % against
     16.0 %.)"""
-    flat = dataclasses.replace(calibration.START, typical=1.0, basic=1.0)
-    grid = {k: v for k, v in calibration.GRID.items() if k not in ("large_lab", "typical", "basic", "recipe")}
+    flat = dataclasses.replace(calibration.START, typical=1.0, basic=1.0, own=1.0)
+    grid = {k: v for k, v in calibration.GRID.items() if k not in ("large_lab", "typical", "basic", "recipe", "own")}
     without = leave_one_organisation_out(data, searcher=lambda d: search(d, start=flat, grid=grid))
     flat_s = held_out_summary(without)
     shipped = held_out_summary(held_out)
-    assert (shipped.counts, flat_s.counts) == ((96, 119), (78, 122))
-    assert shipped.median_width == pytest.approx(2.479, abs=0.001)
-    assert flat_s.median_width == pytest.approx(2.735, abs=0.001)
+    assert (shipped.counts, flat_s.counts) == ((98, 118), (78, 121))
+    assert shipped.median_width == pytest.approx(2.321, abs=0.001)
+    assert flat_s.median_width == pytest.approx(2.591, abs=0.001)
     assert shipped.median_error < flat_s.median_error - 0.025
 
 
 def test_the_recipe_class_earns_its_place_out_of_sample(data, held_out):
-    """Round 31's 138 runs: 96 and 119 with the class, 82 and 118 with the recipe runs labelled as before.
+    """Round 32's 138 runs: 98 and 118 with the class, 84 and 119 with the recipe runs labelled as before (round 31: 96
+    and 119, 82 and 118).
     Round 27: the 23 runs of single-node speed recipes run with their own code (nanochat, llm.c and its PyTorch
     trainer, nanoGPT, llama2.c), labelled as rounds 1-26 had them (tuned for their author's, typical for others') and
     searched with the same loss without the class, put 78 runs within 0.8-1.25x against 92, 110 inside against 118,
@@ -278,14 +282,41 @@ def test_the_recipe_class_earns_its_place_out_of_sample(data, held_out):
     grid = {k: v for k, v in calibration.GRID.items() if k != "recipe"}
     old = held_out_summary(leave_one_organisation_out(before, searcher=lambda d: search(d, grid=grid)))
     shipped = held_out_summary(held_out)
-    assert (old.counts, shipped.counts) == ((82, 118), (96, 119))
-    assert old.median_width == pytest.approx(2.733, abs=0.001)
-    assert old.median_error == pytest.approx(0.186, abs=0.001)
+    assert (old.counts, shipped.counts) == ((84, 119), (98, 118))
+    assert old.median_width == pytest.approx(2.644, abs=0.001)
+    assert old.median_error == pytest.approx(0.174, abs=0.001)
+
+
+def test_the_own_script_class_earns_its_place_out_of_sample(data, held_out, shipped_held_out):
+    """Round 32: the runs whose training code is the team's own script for the one model, with fused kernels, on plain
+    data parallelism (the Tucano models, Mini-Llama2-Chinese, PyGPT, anw-g01's GPT-2, the Alpha compiler's nanochat
+    d24), typical until round 31, land together at 1.09-1.45x of their published GPU-hours out of sample as typical, and
+    the other typical runs from 0.25x to 1.23x. Labelled as before and searched without the class, the quick
+    cross-validation puts 96 within and 119 inside (round 31's figures exactly) against 98 and 118; the whole procedure
+    that ships, 96 and 120 (round 31) against 98 and 120 (the test above), the rule round 32's plan fixed first (more
+    within, no fewer inside). The class's multiplier is tuned's (1.0), typical's stays 0.9, and its runs' out-of-sample
+    range is x0.90-1.25 of the expected MFU, which held 7 of its 8 runs."""
+    own = [c for c in data if c.stack == "own-script"]
+    assert len(own) == 8 and len({c.organisation for c in own}) == 5
+    assert max(c.gpus for c in own) == 16  # as the class's range label says (mfu.CLASS_SCOPE)
+    assert mfu_model.range_claim("own-script").endswith("its runs were all on 1-16 GPUs, so on more it is extrapolated")
+    assert sorted(c.id for c in own) == sorted(["103", "104", "105", "106", "135", "185", "209", "217"])
+    before = [dataclasses.replace(c, stack="typical") if c.stack == "own-script" else c for c in data]
+    grid = {k: v for k, v in calibration.GRID.items() if k != "own"}
+    old = held_out_summary(leave_one_organisation_out(before, searcher=lambda d: search(d, grid=grid)))
+    shipped = held_out_summary(held_out)
+    assert (old.counts, shipped.counts) == ((96, 119), (98, 118))
+    assert old.median_width == pytest.approx(2.479, abs=0.001)
+    assert held_out_summary(shipped_held_out).counts == (98, 120)
+    assert (FIT.own, FIT.typical) == (1.0, 0.9) and FIT.band("own-script") == (0.9, 1.25)
+    ratios = [math.exp(h.case.log_ratio(h.fit)) for h in shipped_held_out if h.case.stack == "own-script"]
+    assert sum(0.8 <= r <= 1.25 for r in ratios) == 7
 
 
 def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
-    """Round 31's 138 runs: the knee puts 93 within and 117 inside against 96 and 119, at a range narrower by 0.002
-    (2.477) and a median error of 15.9 %: the stated form stays by three runs within.
+    """Round 32's 138 runs: the knee puts as many within (98) and one fewer inside (117 against 118), at a range
+    narrower by 0.002 (2.319) and a median error of 14.4 %: the stated form stays by one run inside (round 31: 93 and
+    117 against 96 and 119, 15.9 %).
     Round 1's sharp knee, 1 / (1 + (T.G/N)^2) on every job, searched the same way, against compute / (compute + sync)
     charged only across nodes. On round 29's 138 runs the knee puts two runs fewer within 0.8-1.25x (93 against 95), as
     many inside its range (119) at a wider median range (2.49 against 2.46), with as large a median error (15.0 %) and
@@ -309,17 +340,17 @@ def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
     round_1 = leave_one_organisation_out(data, searcher=lambda d: search(d, start=knee))
     old = held_out_summary(round_1)
     shipped = held_out_summary(held_out)
-    assert (shipped.counts, old.counts) == ((96, 119), (93, 117))
-    assert old.median_width == pytest.approx(2.477, abs=0.001)  # round 31: the knee's range is narrower by 0.002
+    assert (shipped.counts, old.counts) == ((98, 118), (98, 117))
+    assert old.median_width == pytest.approx(2.319, abs=0.001)  # rounds 31-32: the knee's range is narrower by 0.002
     assert calibration.best_loss([("stated", shipped), ("knee", old)]) == "stated"
-    assert old.median_error == pytest.approx(0.1593, abs=0.001)
+    assert old.median_error == pytest.approx(0.1442, abs=0.001)
     old_default = held_out_summary(round_1, mfu_model.DEFAULT_STACK)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
-    assert (default.counts[1], old_default.counts[1]) == (123, 123)
+    assert (default.counts[1], old_default.counts[1]) == (125, 125)
 
 
 def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
-    """Round 31's 138 runs: 94 within at 1.3 against 96 at the stated 1.4.
+    """Round 32's 138 runs: 96 within at 1.3 against 98 at the stated 1.4 (round 31: 94 against 96).
     Round 4's search on the whole runs put the FP8 gain at 1.4, inside the published FP8/BF16 throughput ratios
     (torchtitan, OLMo-core, Megatron-LM with Transformer Engine: 1.28-1.42); round 5 states it there (two organisations'
     FP8 runs cannot set it in a fold that holds one out). The whole runs barely tell it from the round-1-3 value 1.3:
@@ -339,8 +370,8 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     stated = leave_one_organisation_out(data, searcher=lambda d: search(d, start=older))
     old = held_out_summary(stated)
     shipped = held_out_summary(held_out)
-    assert (shipped.counts[0], old.counts[0]) == (96, 94)
-    assert (round(shipped.median_error, 3), round(old.median_error, 3)) == (0.150, 0.139)
+    assert (shipped.counts[0], old.counts[0]) == (98, 96)
+    assert (round(shipped.median_error, 3), round(old.median_error, 3)) == (0.150, 0.142)
     scout = next(c for c in data if c.name == "Llama 4 Scout")
     assert scout.mfu(FIT).factors["fp8"] == pytest.approx(FIT.fp8_gain * 989 / 1979)
 
@@ -466,7 +497,8 @@ def test_a_steady_figure_is_compared_with_the_steady_part_of_the_prediction(data
 
 
 def test_the_steady_reading_out_of_sample(data, held_out):
-    """Round 31's 138 runs: with it 96 and 119, read as whole runs 95 and 119 at x2.58.
+    """Round 32's 138 runs: with it 98 and 118 at x2.32, read as whole runs 98 and 118 at x2.41 (a tie but for the
+    range and the default class, 125 against 120; round 31: 96 and 119, 95 and 119 at x2.58).
     What the steady reading does, each way searched with the shipped loss and cross-validated the quick way (each
     organisation held out, in-sample ranges widened 13 %) on round 29's 138 runs: with it 95 within 0.8-1.25x and 119
     inside at a median range of x2.46 and a median error of 15.0 %, 123 inside the default class's range; read as whole
@@ -481,12 +513,12 @@ def test_the_steady_reading_out_of_sample(data, held_out):
     whole = [dataclasses.replace(c, counted=1.0) for c in data]
     held = leave_one_organisation_out(whole)
     old, shipped = held_out_summary(held), held_out_summary(held_out)
-    assert (old.counts, shipped.counts) == ((95, 119), (96, 119))
-    assert old.median_width == pytest.approx(2.583, abs=0.001) and shipped.median_width < old.median_width
-    assert old.median_error == pytest.approx(0.161, abs=0.001)
+    assert (old.counts, shipped.counts) == ((98, 118), (98, 118))
+    assert old.median_width == pytest.approx(2.409, abs=0.001) and shipped.median_width < old.median_width
+    assert old.median_error == pytest.approx(0.160, abs=0.001)
     old_default = held_out_summary(held, mfu_model.DEFAULT_STACK)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
-    assert (default.counts[1], old_default.counts[1]) == (123, 118)
+    assert (default.counts[1], old_default.counts[1]) == (125, 120)
     assert search(whole).recipe == 1.5
 
 
@@ -505,6 +537,7 @@ def test_an_untied_row_names_its_vocabulary_and_width():
 
 def test_stack_classes_are_ordered_and_scale_the_mfu_by_their_multiplier():
     assert FIT.large_lab >= 1.0 >= FIT.typical >= FIT.basic > 0 and FIT.recipe >= FIT.typical
+    assert FIT.own >= FIT.basic and not calibration.ordered(dataclasses.replace(FIT, own=FIT.basic - 0.05))
     assert not calibration.ordered(dataclasses.replace(FIT, recipe=FIT.typical - 0.1))
     assert Job(resolve_model("8B"), 1e9).stack == mfu_model.DEFAULT_STACK == "typical"
     a100 = GPUS.resolve("A100")
@@ -598,7 +631,7 @@ def test_unfused_attention_reproduces_the_flashattention_papers_megatron_baselin
 
 
 def test_unfused_attention_is_not_charged_because_it_loses_runs_out_of_sample(data, held_out):
-    """Round 31's 138 runs: 93 and 118 against 96 and 119.
+    """Round 32's 138 runs: 96 and 117 against 98 and 118 (round 31: 93 and 118 against 96 and 119).
     Round 30's candidate, searched and cross-validated the quick way with the shipped loss: 92 runs within
     0.8-1.25x against 95 and 118 inside against 119, at a narrower median range (2.42 against 2.46) and more inside the
     default class's range (125 against 123). The search puts ``basic`` at 0.4 with it, and TeenyTinyLlama's two runs,
@@ -608,10 +641,10 @@ def test_unfused_attention_is_not_charged_because_it_loses_runs_out_of_sample(da
     start = dataclasses.replace(calibration.START, unfused_attention=True)
     candidate = leave_one_organisation_out(data, searcher=lambda d: search(d, start=start))
     tried, shipped = held_out_summary(candidate), held_out_summary(held_out)
-    assert (shipped.counts, tried.counts) == ((96, 119), (93, 118))
+    assert (shipped.counts, tried.counts) == ((98, 118), (96, 117))
     assert calibration.best_loss([("shipped", shipped), ("unfused", tried)]) == "shipped"
-    assert tried.median_width == pytest.approx(2.423, abs=0.001)
-    assert held_out_summary(candidate, mfu_model.DEFAULT_STACK).counts[1] == 125
+    assert tried.median_width == pytest.approx(2.263, abs=0.001)
+    assert held_out_summary(candidate, mfu_model.DEFAULT_STACK).counts[1] == 126
     assert not FIT.unfused_attention
 
 
@@ -788,26 +821,28 @@ def test_the_search_never_picks_constants_above_the_published_benchmarks(data):
 
 
 def test_the_recipe_multiplier_steps_as_the_other_classes(data, held_out):
-    """Round 31's 138 runs: 96 and 119 on either grid.
+    """Round 32's 138 runs: 98 and 118 on either grid (round 31: 96 and 119).
     Round 29: ``GRID["recipe"]`` steps by 0.05 like the other class multipliers (round 27 wrote it at 0.1). On the
     138 runs the 0.1 grid puts recipe at 1.3 and, cross-validated the quick way, as many within (95) and inside (119)
     at the same median range, at a median error of 16.0 % against 15.0 %: with one grid step the folds that hold out a
     recipe runner jump between 1.3 and 1.4, and fifteen runs' held-out ratios with them (the whole procedure: 16.0 %
     against 14.99 %, 119 inside against 120; README)."""
     grid = calibration.GRID
-    steps = {name: round(grid[name][1] - grid[name][0], 4) for name in ("large_lab", "typical", "basic", "recipe")}
+    steps = {
+        name: round(grid[name][1] - grid[name][0], 4) for name in ("large_lab", "typical", "basic", "recipe", "own")
+    }
     assert set(steps.values()) == {0.05}
     coarse = {**grid, "recipe": [round(1.0 + 0.1 * i, 1) for i in range(11)]}
     old = held_out_summary(leave_one_organisation_out(data, searcher=lambda d: search(d, grid=coarse)))
     shipped = held_out_summary(held_out)
-    assert old.counts == shipped.counts == (96, 119)
+    assert old.counts == shipped.counts == (98, 118)
     assert old.median_error == pytest.approx(0.160, abs=0.001)
     assert shipped.median_error == pytest.approx(0.1499, abs=0.001)
     assert search(data, grid=coarse).recipe == 1.3 and FIT.recipe == 1.35
 
 
 def test_the_run_weights_are_the_ones_the_cross_validation_picks(data, held_out):
-    """Round 31's 138 runs: 96 and 119 either way, a tie again.
+    """Round 32's 138 runs: 98 and 118 either way, a tie again (round 31: 96 and 119).
     Whether each organisation (rounds 1-11, 22-23, and since round 28) or each organisation-and-class pair (rounds
     12-21 and 24-27) weighs one in the loss is chosen by the cross-validation with the cap. On rounds 28 and 29's 138
     runs pair weights with the 1.3x cap put as many within 0.8-1.25x (95) and inside (119) at the same median range and
@@ -822,7 +857,7 @@ def test_the_run_weights_are_the_ones_the_cross_validation_picks(data, held_out)
     assert calibration.pair_weights(data) != calibration.organisation_weights(data)
     by_pair = leave_one_organisation_out(data, searcher=calibration.searcher_for(calibration.LOSS_CAP, True))
     pairs, shipped = held_out_summary(by_pair), held_out_summary(held_out)
-    assert pairs.counts == shipped.counts == (96, 119)
+    assert pairs.counts == shipped.counts == (98, 118)
     assert shipped.median_width == pytest.approx(pairs.median_width, abs=1e-9)
     assert search(data, pairs=True).basic == 0.25 and FIT.basic == 0.3
     judged = [((calibration.LOSS_CAP, False), shipped), ((calibration.LOSS_CAP, True), pairs)]

@@ -119,7 +119,9 @@ def test_a_measurement_earns_its_place_out_of_sample(shipped_held_out):
     13 times faster than it, until round 27 put it in the recipe class; round 17's 107 runs: Nemotron-3 8B gives
     NVIDIA's Nemotron-4 15B a teammate; round 20's MiniLLM runs give each other one.) Since round 28 a steady
     figure (nanochat's timer, Pythia's step time) is compared with the prediction times the goodput; a transfer
-    between two runs of the same basis is unchanged by it, one across bases moves by 0.9."""
+    between two runs of the same basis is unchanged by it, one across bases moves by 0.9. Round 32: the default class
+    puts 55 of the 98 within (56 %); the four Tucano runs are own-script, so 12 typical teamed runs are left, 56 %
+    within from a teammate against 50 % with their class, all 12 inside both ranges."""
     cases, fits = [h.case for h in shipped_held_out], [h.fit for h in shipped_held_out]
     t = calibration.evaluate_transfers(cases, fits)
     assert (t.runs, t.organisations, t.pairs) == (98, 20, 532)
@@ -127,15 +129,15 @@ def test_a_measurement_earns_its_place_out_of_sample(shipped_held_out):
     assert t.inside_range == pytest.approx(0.891, abs=0.001)
     teamed = [k for k, mates in enumerate(calibration.same_team(cases)) if mates]
     silent = calibration.evaluate([cases[k] for k in teamed], [fits[k] for k in teamed], mfu_model.DEFAULT_STACK)
-    assert silent.within_band == pytest.approx(56 / 98)
+    assert silent.within_band == pytest.approx(55 / 98)
     assert silent.within_band < t.within_band
     low, high = FIT.transfer_band()
     assert high / low < silent.median_width * 0.6
     typical = [k for k in teamed if cases[k].stack == "typical"]
     t_typ = calibration.evaluate_transfers([cases[k] for k in typical], [fits[k] for k in typical])
     s_typ = calibration.evaluate([cases[k] for k in typical], [fits[k] for k in typical])
-    assert t_typ.within_band > s_typ.within_band == pytest.approx(8 / 16)
-    assert t_typ.inside_range == pytest.approx(16 / 16) and s_typ.inside_range == pytest.approx(16 / 16)
+    assert len(typical) == 12 and t_typ.within_band > s_typ.within_band == pytest.approx(6 / 12)
+    assert t_typ.inside_range == pytest.approx(12 / 12) and s_typ.inside_range == pytest.approx(12 / 12)
     recipe = [k for k in teamed if cases[k].stack == "recipe"]
     t_rec = calibration.evaluate_transfers([cases[k] for k in recipe], [fits[k] for k in recipe])
     s_rec = calibration.evaluate([cases[k] for k in recipe], [fits[k] for k in recipe])
