@@ -132,14 +132,14 @@ def typed(data: Sequence[Case], by_id: dict[str, dict[str, str]], *, seq_len: bo
 
 
 def run_table(data: Sequence[Case], held: Sequence[HeldOut]) -> None:
-    print(f"{'id':>3} {'run':26} {'organisation':16} {'stack':9} {'gpu':9} {'gpus':>5} {'published':>10} "
+    print(f"{'id':>3} {'run':26} {'organisation':16} {'stack':10} {'gpu':9} {'gpus':>5} {'published':>10} "
           f"{'predicted':>10} {'ratio':>5} {'in':>3}  {'LOOO':>5} {'in':>3}")  # fmt: skip
     for c, h in zip(data, held, strict=True):
         m = c.mfu(FITTED)
         predicted = c.gpu_hours(m.expected)
         out = math.exp(c.log_ratio(h.fit))
         print(
-            f"{c.id:>3} {c.name[:26]:26} {c.organisation[:16]:16} {c.stack:9} {c.gpu.name:9} {c.gpus:>5} "
+            f"{c.id:>3} {c.name[:26]:26} {c.organisation[:16]:16} {c.stack:10} {c.gpu.name:9} {c.gpus:>5} "
             f"{c.published_gpu_hours:>10,.0f} {predicted:>10,.0f} {predicted / c.published_gpu_hours:>5.2f} "
             f"{yes(c.inside(FITTED)):>3}  {out:>5.2f} {yes(c.inside(h.fit)):>3}"
         )
