@@ -69,7 +69,7 @@ ISSUE_4 = dataclasses.replace(
     large_lab=1.0,
     typical=1.0,
     basic=1.0,
-    own=1.0,
+    own_script=1.0,
     band_low=0.59,
     band_high=1.29,
     bands=(),
@@ -83,7 +83,7 @@ ROUND_1 = dataclasses.replace(
 )
 ROUND_1_GRID = {**GRID, "thin_params_per_gpu": [5e5, 7e5, 1e6, 1.4e6]}
 ROUND_4_FP8_GRID = [1.2, 1.3, 1.4, 1.5, 1.6, 1.8, 2.0]  # round 4 searched the FP8 gain; round 5 states it
-NO_CLASSES = ("large_lab", "typical", "basic", "recipe", "own")
+NO_CLASSES = calibration.CLASS_MULTIPLIERS
 # calibration_runs.csv ids added by issue 14: round 1 (60-76), round 2 (TinyLlama re-included, 82-85) and round 3
 # (Lucie-7B, OpenEuroLLM's MI250X run, SmolLM2 and SmolLM: 92-97)
 ADDED = {
@@ -272,7 +272,7 @@ def describe(fit: Fit) -> str:
     return (
         f"base {fit.base:.2f} bw^{fit.bandwidth_exponent:.1f} thin {fit.thin_params_per_gpu:.1e} "
         f"moe {fit.moe:.2f} fp8 x{fit.fp8_gain:g} attn x{fit.attention_cost:g} | large-lab {fit.large_lab:.2f} "
-        f"typical {fit.typical:.2f} basic {fit.basic:.2f} recipe {fit.recipe:.1f} own {fit.own:.2f} "
+        f"typical {fit.typical:.2f} basic {fit.basic:.2f} recipe {fit.recipe:.1f} own-script {fit.own_script:.2f} "
         f"| band x{fit.band_low}-x{fit.band_high}, default x{fit.band(DEFAULT_STACK)[0]}-"
         f"x{fit.band(DEFAULT_STACK)[1]}"
     )

@@ -194,7 +194,7 @@ class Fit:
     held: tuple[tuple[str, int, int], ...] = ()
     measured_held: float | None = None
     recipe: float = 1.0  # the recipe class's multiplier, relative to "tuned" (round 27 of issue 14)
-    own: float = 1.0  # the own-script class's multiplier, relative to "tuned" (round 32 of issue 14)
+    own_script: float = 1.0  # the own-script class's multiplier, relative to "tuned" (round 32 of issue 14)
     # Round 30 of issue 14's candidate, not shipped: unfused attention's cost (``unfused_attention_cost``) on the
     # calibration runs labelled ``unfused``; bench/fit_mfu.py's ablation measures it (docs/calibration-history.md)
     unfused_attention: bool = False
@@ -204,7 +204,7 @@ class Fit:
             "recipe": self.recipe,
             "large-lab": self.large_lab,
             "tuned": 1.0,
-            "own-script": self.own,
+            "own-script": self.own_script,
             "typical": self.typical,
             "basic": self.basic,
         }[name]
@@ -264,7 +264,7 @@ FITTED = Fit(
     ),
     measured_held=0.89,
     recipe=1.35,
-    own=1.0,
+    own_script=1.0,
 )
 FP8_GAIN = FITTED.fp8_gain  # the shipped gain under the name --explain reads
 
@@ -426,7 +426,7 @@ def transfer_claim(fit: Fit = FITTED) -> str:
 
 
 def article(stack: str) -> str:
-    """ "a tuned stack", "an own-script stack": the article a class name takes in a sentence."""
+    """The article a class name takes in a sentence: "a tuned stack", "an own-script stack"."""
     return "an" if stack[:1] in "aeiou" else "a"
 
 

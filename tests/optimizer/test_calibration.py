@@ -249,8 +249,8 @@ def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
     against 74; round 21's 111 runs: 62 against 72; round 20's 110 runs: 67 against 70; round 19's 108 runs: 67
     against 70; round 17's 107 runs: 66 against 69; round 11's 99 runs: 61 against 63 within, 19.9 % against
     16.0 %.)"""
-    flat = dataclasses.replace(calibration.START, typical=1.0, basic=1.0, own=1.0)
-    grid = {k: v for k, v in calibration.GRID.items() if k not in ("large_lab", "typical", "basic", "recipe", "own")}
+    flat = dataclasses.replace(calibration.START, typical=1.0, basic=1.0, own_script=1.0)
+    grid = {k: v for k, v in calibration.GRID.items() if k not in calibration.CLASS_MULTIPLIERS}
     without = leave_one_organisation_out(data, searcher=lambda d: search(d, start=flat, grid=grid))
     flat_s = held_out_summary(without)
     shipped = held_out_summary(held_out)
@@ -302,13 +302,13 @@ def test_the_own_script_class_earns_its_place_out_of_sample(data, held_out, ship
     assert mfu_model.range_claim("own-script").endswith("its runs were all on 1-16 GPUs, so on more it is extrapolated")
     assert sorted(c.id for c in own) == sorted(["103", "104", "105", "106", "135", "185", "209", "217"])
     before = [dataclasses.replace(c, stack="typical") if c.stack == "own-script" else c for c in data]
-    grid = {k: v for k, v in calibration.GRID.items() if k != "own"}
+    grid = {k: v for k, v in calibration.GRID.items() if k != "own_script"}
     old = held_out_summary(leave_one_organisation_out(before, searcher=lambda d: search(d, grid=grid)))
     shipped = held_out_summary(held_out)
     assert (old.counts, shipped.counts) == ((96, 119), (98, 118))
     assert old.median_width == pytest.approx(2.479, abs=0.001)
     assert held_out_summary(shipped_held_out).counts == (98, 120)
-    assert (FIT.own, FIT.typical) == (1.0, 0.9) and FIT.band("own-script") == (0.9, 1.25)
+    assert (FIT.own_script, FIT.typical) == (1.0, 0.9) and FIT.band("own-script") == (0.9, 1.25)
     ratios = [math.exp(h.case.log_ratio(h.fit)) for h in shipped_held_out if h.case.stack == "own-script"]
     assert sum(0.8 <= r <= 1.25 for r in ratios) == 7
 
@@ -537,7 +537,8 @@ def test_an_untied_row_names_its_vocabulary_and_width():
 
 def test_stack_classes_are_ordered_and_scale_the_mfu_by_their_multiplier():
     assert FIT.large_lab >= 1.0 >= FIT.typical >= FIT.basic > 0 and FIT.recipe >= FIT.typical
-    assert FIT.own >= FIT.basic and not calibration.ordered(dataclasses.replace(FIT, own=FIT.basic - 0.05))
+    assert FIT.own_script >= FIT.basic
+    assert not calibration.ordered(dataclasses.replace(FIT, own_script=FIT.basic - 0.05))
     assert not calibration.ordered(dataclasses.replace(FIT, recipe=FIT.typical - 0.1))
     assert Job(resolve_model("8B"), 1e9).stack == mfu_model.DEFAULT_STACK == "typical"
     a100 = GPUS.resolve("A100")
@@ -828,9 +829,7 @@ def test_the_recipe_multiplier_steps_as_the_other_classes(data, held_out):
     recipe runner jump between 1.3 and 1.4, and fifteen runs' held-out ratios with them (the whole procedure: 16.0 %
     against 14.99 %, 119 inside against 120; README)."""
     grid = calibration.GRID
-    steps = {
-        name: round(grid[name][1] - grid[name][0], 4) for name in ("large_lab", "typical", "basic", "recipe", "own")
-    }
+    steps = {name: round(grid[name][1] - grid[name][0], 4) for name in calibration.CLASS_MULTIPLIERS}
     assert set(steps.values()) == {0.05}
     coarse = {**grid, "recipe": [round(1.0 + 0.1 * i, 1) for i in range(11)]}
     old = held_out_summary(leave_one_organisation_out(data, searcher=lambda d: search(d, grid=coarse)))
