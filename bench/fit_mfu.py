@@ -2,8 +2,8 @@
 
     python bench/fit_mfu.py              # the search, the shipped constants, per-fold fits, the ablation table
     python bench/fit_mfu.py --quick      # the search and the cross-validation only (CI)
-    python bench/fit_mfu.py --loss       # each loss (cap, run weights) cross-validated, and the one it picks
-    python bench/fit_mfu.py --nested     # the loss chosen inside each fold too (30-40 minutes on 2 cores)
+    python bench/fit_mfu.py --loss       # each loss (cap, weighting) cross-validated, and the one it picks
+    python bench/fit_mfu.py --nested     # the loss chosen inside each fold too (about two hours on 2 cores)
 
 The shipped constants (``optimizer.mfu.FITTED``) are the ones this search picks; a test keeps the two equal.
 Its ranges are read off the runs' out-of-sample residuals (``calibration.calibrated``, since round 18). The loss
@@ -41,7 +41,7 @@ from optimizer import mfu as mfu_model
 from optimizer.calibration import (
     GRID,
     LOSS_CAP,
-    LOSS_PAIRS,
+    LOSS_WEIGHTS,
     LOSSES,
     START,
     Case,
@@ -157,11 +157,10 @@ def main() -> None:
     ablate("one pooled band for stated classes (rounds 1-4)", data, START, GRID, per_class_bands=False)
     ablate("untied input embeddings counted (rounds 1-4)", old, START, GRID)
     ablate("uncapped mean |log error| (rounds 2-5)", data, START, GRID, loss_cap=None)
-    # the run weighting the shipped loss does not use (LOSS_PAIRS)
-    other = (
-        "each organisation weighs one (rounds 1-11, 22)" if LOSS_PAIRS else "each org-and-class pair weighs one (12-21)"
-    )
-    ablate(other, data, START, GRID, pairs=not LOSS_PAIRS)
+    # the run weightings the shipped loss does not use (LOSS_WEIGHTS)
+    for weights, title in WEIGHTING_TITLES.items():
+        if weights != LOSS_WEIGHTS:
+            ablate(title, data, START, GRID, weights=weights)
 
     for cohort, ids in ADDED.items():
         added = [c for c in data if c.id in ids]
@@ -183,13 +182,13 @@ def ablate(
     refit_bands: bool = True,
     per_class_bands: bool = True,
     loss_cap: float | None = LOSS_CAP,
-    pairs: bool = LOSS_PAIRS,
+    weights: str = LOSS_WEIGHTS,
 ) -> None:
     with amd_factor(amd):
         searcher: Callable[[list[Case]], Fit]
         if grid or refit_bands:
             searcher = functools.partial(
-                search, start=start, grid=grid, per_class_bands=per_class_bands, loss_cap=loss_cap, pairs=pairs
+                search, start=start, grid=grid, per_class_bands=per_class_bands, loss_cap=loss_cap, weights=weights
             )
         else:
             searcher = functools.partial(as_shipped, start)  # the shipped constants, no search at all
@@ -208,20 +207,20 @@ def ablate(
 def losses(data: list[Case], *, nested: bool) -> None:
     """Each loss (cap, run weights) searched and cross-validated; the one the cross-validation picks; nested, its
     honest figure."""
-    print(f"runs: {len(data)}; the search's loss: mean |log error|, each run's capped at log(cap), each organisation "
-          "or each organisation-and-class pair weighing one")  # fmt: skip
+    print(f"runs: {len(data)}; the search's loss: mean |log error|, each run's capped at log(cap), each organisation, "
+          "each organisation-and-class pair or each run weighing one")  # fmt: skip
     print(f"  {'loss':>15}   {'within':>7} {'inside':>7} {'|err|':>6} {'width':>6} {'dflt in':>8}   constants")
     judged = []
-    for cap, pairs in LOSSES:
-        searcher = calibration.searcher_for(cap, pairs)
+    for loss in LOSSES:
+        searcher = calibration.searcher_for(*loss)
         s = held_out_summary(held := leave_one_organisation_out(data, searcher=searcher))
         d = held_out_summary(held, DEFAULT_STACK)
-        judged.append(((cap, pairs), s))
-        print(f"  {loss_label((cap, pairs)):>15}   {s.within_band:>7.0%} {s.inside_range:>7.0%} {s.median_error:>6.1%} "
+        judged.append((loss, s))
+        print(f"  {loss_label(loss):>15}   {s.within_band:>7.0%} {s.inside_range:>7.0%} {s.median_error:>6.1%} "
               f"{s.median_width:>6.2f} {d.inside_range:>8.0%}   {describe(searcher(data))}")  # fmt: skip
     best = calibration.best_loss(judged)
     print(f"the cross-validation picks {loss_label(best)} (most within, then most inside, then the narrower range); "
-          f"shipped: {loss_label((LOSS_CAP, LOSS_PAIRS))}")  # fmt: skip
+          f"shipped: {loss_label((LOSS_CAP, LOSS_WEIGHTS))}")  # fmt: skip
     if not nested:
         return
     started = time.perf_counter()
@@ -237,8 +236,15 @@ def losses(data: list[Case], *, nested: bool) -> None:
     line("nested, default class", held_out_summary(held, DEFAULT_STACK))
 
 
-def loss_label(loss: tuple[float | None, bool]) -> str:
-    return f"{cap_label(loss[0])} {'pairs' if loss[1] else 'orgs'}"
+def loss_label(loss: tuple[float | None, str]) -> str:
+    return f"{cap_label(loss[0])} {loss[1]}"
+
+
+WEIGHTING_TITLES = {
+    "orgs": "each organisation weighs one (rounds 1-11, 22-32)",
+    "pairs": "each org-and-class pair weighs one (12-21, 24-27)",
+    "runs": "each run weighs one (round 33, not kept)",
+}
 
 
 def cap_label(cap: float | None) -> str:
