@@ -877,6 +877,18 @@ def test_each_run_weighing_one_is_round_33s_candidate_and_not_in_the_menu(data):
     assert (FIT.thin_params_per_gpu, FIT.moe, FIT.basic, FIT.recipe, FIT.own_script) == (5e5, 0.7, 0.3, 1.35, 1.0)
 
 
+def test_effective_weights_count_an_organisations_runs_by_their_correlation(data):
+    """Round 34 of issue 14's candidate (not in the menu: 100 within, 119 inside by the whole procedure): n runs whose
+    errors correlate at rho weigh n / (1 + (n - 1) rho) together; rho 1 is organisation weights, 0 run weights."""
+    meta = [c for c in data if c.organisation == "Meta"]
+    assert len(meta) == 14
+    assert sum(calibration.effective_weights(meta)) == pytest.approx(14 / 7.5)
+    assert calibration.effective_weights(data, rho=1.0) == pytest.approx(calibration.organisation_weights(data))
+    assert calibration.effective_weights(data, rho=0.0) == calibration.run_weights(data)
+    assert calibration.ERROR_CORRELATION == 0.5
+    assert all(weights != "effective" for _, weights in calibration.LOSSES)
+
+
 def test_the_cross_validation_of_the_ranges_never_lets_an_organisation_see_itself(data):
     """``cross_validated`` on five organisations: making one organisation's runs ten times slower must not move the
     constants or the ranges that predict it (they come from the others and the others' own cross-validation), and
