@@ -242,9 +242,9 @@ def loss_label(loss: tuple[float | None, str]) -> str:
 
 WEIGHTING_TITLES = {
     "orgs": "each organisation weighs one (rounds 1-11, 22-32)",
-    "pairs": "each org-and-class pair weighs one (12-21, 24-27)",
+    "pairs": "org-and-class pairs weigh one (12-21, 24-27)",
     "runs": "each run weighs one (round 33, not kept)",
-    "effective": "org's effective runs, rho 0.5 (round 34, not kept)",
+    "effective": "effective runs, rho 0.5 (round 34, not kept)",
 }
 
 
