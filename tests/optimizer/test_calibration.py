@@ -877,6 +877,26 @@ def test_each_run_weighing_one_is_round_33s_candidate_and_not_in_the_menu(data):
     assert (FIT.thin_params_per_gpu, FIT.moe, FIT.basic, FIT.recipe, FIT.own_script) == (5e5, 0.7, 0.3, 1.35, 1.0)
 
 
+def test_the_search_remembers_each_runs_error_only_by_what_it_reads(data):
+    """The search's judge (``calibration._Judge``) remembers each run's log error by the shared constants and its own
+    class's multiplier: moving one class's multiplier, or a shared constant, must give what computing every run afresh
+    gives, and moving back must give the first score again."""
+    weights = calibration.organisation_weights(data)
+    judge = calibration._Judge(data, weights, calibration.LOSS_CAP)
+    trials = [
+        FIT,
+        dataclasses.replace(FIT, basic=0.5),
+        dataclasses.replace(FIT, basic=0.5, typical=0.6),
+        dataclasses.replace(FIT, base=0.4, basic=0.5),
+        dataclasses.replace(FIT, moe=0.9),
+        FIT,
+    ]
+    for fit in trials:
+        afresh = calibration.score([c.log_ratio(fit) for c in data], weights, calibration.LOSS_CAP)
+        assert judge(fit) == afresh
+    assert judge(trials[1]) != judge(FIT)
+
+
 def test_effective_weights_count_an_organisations_runs_by_their_correlation(data):
     """Round 34 of issue 14's candidate (not in the menu: 100 within, 119 inside by the whole procedure): n runs whose
     errors correlate at rho weigh n / (1 + (n - 1) rho) together; rho 1 is organisation weights, 0 run weights."""
