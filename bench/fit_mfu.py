@@ -41,7 +41,7 @@ from optimizer import mfu as mfu_model
 from optimizer.calibration import (
     GRID,
     LOSS_CAP,
-    LOSS_WEIGHTS,
+    LOSS_WEIGHTING,
     LOSSES,
     START,
     Case,
@@ -157,10 +157,10 @@ def main() -> None:
     ablate("one pooled band for stated classes (rounds 1-4)", data, START, GRID, per_class_bands=False)
     ablate("untied input embeddings counted (rounds 1-4)", old, START, GRID)
     ablate("uncapped mean |log error| (rounds 2-5)", data, START, GRID, loss_cap=None)
-    # the run weightings the shipped loss does not use (LOSS_WEIGHTS)
-    for weights, title in WEIGHTING_TITLES.items():
-        if weights != LOSS_WEIGHTS:
-            ablate(title, data, START, GRID, weights=weights)
+    # the run weightings the shipped loss does not use (LOSS_WEIGHTING)
+    for weighting, title in WEIGHTING_TITLES.items():
+        if weighting != LOSS_WEIGHTING:
+            ablate(title, data, START, GRID, weighting=weighting)
 
     for cohort, ids in ADDED.items():
         added = [c for c in data if c.id in ids]
@@ -182,13 +182,13 @@ def ablate(
     refit_bands: bool = True,
     per_class_bands: bool = True,
     loss_cap: float | None = LOSS_CAP,
-    weights: str = LOSS_WEIGHTS,
+    weighting: str = LOSS_WEIGHTING,
 ) -> None:
     with amd_factor(amd):
         searcher: Callable[[list[Case]], Fit]
         if grid or refit_bands:
             searcher = functools.partial(
-                search, start=start, grid=grid, per_class_bands=per_class_bands, loss_cap=loss_cap, weights=weights
+                search, start=start, grid=grid, per_class_bands=per_class_bands, loss_cap=loss_cap, weighting=weighting
             )
         else:
             searcher = functools.partial(as_shipped, start)  # the shipped constants, no search at all
@@ -205,7 +205,7 @@ def ablate(
 
 
 def losses(data: list[Case], *, nested: bool) -> None:
-    """Each loss (cap, run weights) searched and cross-validated; the one the cross-validation picks; nested, its
+    """Each loss (cap, weighting) searched and cross-validated; the one the cross-validation picks; nested, its
     honest figure."""
     print(f"runs: {len(data)}; the search's loss: mean |log error|, each run's capped at log(cap), each organisation, "
           "each organisation-and-class pair or each run weighing one")  # fmt: skip
@@ -220,7 +220,7 @@ def losses(data: list[Case], *, nested: bool) -> None:
               f"{s.median_width:>6.2f} {d.inside_range:>8.0%}   {describe(searcher(data))}")  # fmt: skip
     best = calibration.best_loss(judged)
     print(f"the cross-validation picks {loss_label(best)} (most within, then most inside, then the narrower range); "
-          f"shipped: {loss_label((LOSS_CAP, LOSS_WEIGHTS))}")  # fmt: skip
+          f"shipped: {loss_label((LOSS_CAP, LOSS_WEIGHTING))}")  # fmt: skip
     if not nested:
         return
     started = time.perf_counter()

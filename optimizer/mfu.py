@@ -60,7 +60,7 @@ behind it: the 5-95 % spread of its runs' out-of-sample errors, labelled by what
 ``calibration.calibrated``), chosen on the calibration runs with each run
 predicted with the stack class its publication implies, a steady published figure against the steady part of the
 prediction (``calibration.counted_share``; the loss: mean |log error| with each organisation, or each
-organisation-and-class pair, weighing one, ``LOSS_WEIGHTS``, and each run's capped at ``LOSS_CAP``: the loss the
+organisation-and-class pair, weighing one, ``LOSS_WEIGHTING``, and each run's capped at ``LOSS_CAP``: the loss the
 cross-validation picks), among
 the constants that keep every whole run at or below the steady-state benchmarks llm-foundry's developers published for
 the same jobs (``optimizer.calibration.below_benchmarks``: a whole run pays for restarts and stalls a benchmark does

@@ -850,7 +850,7 @@ def test_the_run_weights_are_the_ones_the_cross_validation_picks(data, held_out)
     (118) at a wider median range (2.59 against 2.58), so pairs stayed; on round 26's, with the 1.8x cap, they put 72
     within against 78, at 20.1 % against 19.0 % (round 25's 134: 72 against 77; round 24's 125: 66 against 75); on round
     23's 118 runs, with the 1.3x cap then shipped, pairs had put 73 within against 74."""
-    assert calibration.LOSS_WEIGHTS == "orgs" and (calibration.LOSS_CAP, "orgs") in calibration.LOSSES
+    assert calibration.LOSS_WEIGHTING == "orgs" and (calibration.LOSS_CAP, "orgs") in calibration.LOSSES
     order = calibration.LOSSES.index
     assert order((calibration.LOSS_CAP, "orgs")) < order((calibration.LOSS_CAP, "pairs"))
     assert calibration.pair_weights(data) != calibration.organisation_weights(data)
@@ -858,9 +858,9 @@ def test_the_run_weights_are_the_ones_the_cross_validation_picks(data, held_out)
     pairs, shipped = held_out_summary(by_pair), held_out_summary(held_out)
     assert pairs.counts == shipped.counts == (98, 118)
     assert shipped.median_width == pytest.approx(pairs.median_width, abs=1e-9)
-    assert search(data, weights="pairs").basic == 0.25 and FIT.basic == 0.3
+    assert search(data, weighting="pairs").basic == 0.25 and FIT.basic == 0.3
     judged = [((calibration.LOSS_CAP, "orgs"), shipped), ((calibration.LOSS_CAP, "pairs"), pairs)]
-    assert calibration.best_loss(judged) == (calibration.LOSS_CAP, calibration.LOSS_WEIGHTS)
+    assert calibration.best_loss(judged) == (calibration.LOSS_CAP, calibration.LOSS_WEIGHTING)
 
 
 def test_each_run_weighing_one_is_round_33s_candidate_and_not_in_the_menu(data):
@@ -870,8 +870,8 @@ def test_each_run_weighing_one_is_round_33s_candidate_and_not_in_the_menu(data):
     basic 0.25, recipe 1.25 and own-script 1.1 of tuned (shipped: 5e5, 0.7, 0.3, 1.35, 1.0)."""
     assert calibration.run_weights(data) == [1.0] * len(data)
     assert calibration.weights_of("runs", data) != calibration.weights_of("orgs", data)
-    assert all(weights != "runs" for _, weights in calibration.LOSSES)
-    by_run = search(data, weights="runs")
+    assert all(weighting != "runs" for _, weighting in calibration.LOSSES)
+    by_run = search(data, weighting="runs")
     moved = (by_run.thin_params_per_gpu, by_run.moe, by_run.basic, by_run.recipe, by_run.own_script)
     assert moved == (7e5, 0.75, 0.25, 1.25, 1.1)
     assert (FIT.thin_params_per_gpu, FIT.moe, FIT.basic, FIT.recipe, FIT.own_script) == (5e5, 0.7, 0.3, 1.35, 1.0)
@@ -906,7 +906,7 @@ def test_effective_weights_count_an_organisations_runs_by_their_correlation(data
     assert calibration.effective_weights(data, rho=1.0) == pytest.approx(calibration.organisation_weights(data))
     assert calibration.effective_weights(data, rho=0.0) == calibration.run_weights(data)
     assert calibration.ERROR_CORRELATION == 0.5
-    assert all(weights != "effective" for _, weights in calibration.LOSSES)
+    assert all(weighting != "effective" for _, weighting in calibration.LOSSES)
 
 
 def test_the_cross_validation_of_the_ranges_never_lets_an_organisation_see_itself(data):
