@@ -161,6 +161,7 @@ def main() -> None:
     for weighting, title in WEIGHTING_TITLES.items():
         if weighting != LOSS_WEIGHTING:
             ablate(title, data, START, GRID, weighting=weighting)
+    ablate("the within count searched (round 35, not kept)", data, START, GRID, objective="within")
 
     for cohort, ids in ADDED.items():
         added = [c for c in data if c.id in ids]
@@ -183,12 +184,19 @@ def ablate(
     per_class_bands: bool = True,
     loss_cap: float | None = LOSS_CAP,
     weighting: str = LOSS_WEIGHTING,
+    objective: str = "loss",
 ) -> None:
     with amd_factor(amd):
         searcher: Callable[[list[Case]], Fit]
         if grid or refit_bands:
             searcher = functools.partial(
-                search, start=start, grid=grid, per_class_bands=per_class_bands, loss_cap=loss_cap, weighting=weighting
+                search,
+                start=start,
+                grid=grid,
+                per_class_bands=per_class_bands,
+                loss_cap=loss_cap,
+                weighting=weighting,
+                objective=objective,
             )
         else:
             searcher = functools.partial(as_shipped, start)  # the shipped constants, no search at all

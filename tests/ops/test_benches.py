@@ -60,6 +60,17 @@ def test_the_hindsight_bound_counts_the_most_one_shift_can_bring_within():
     assert residuals.best_shift_within([math.log(0.5), math.log(1.0)]) == 1
 
 
+def test_the_forms_ceiling_is_the_most_the_search_on_the_count_puts_within_in_sample():
+    """bench/residuals.py's second bound (round 35): every searched constant set on all runs for the within count.
+    Above what the shipped constants put within in sample (100 of 138): the shipped loss is a proxy for the count."""
+    from optimizer import calibration, mfu
+
+    residuals = script_module(REPO / "bench" / "residuals.py", "residuals")
+    data = calibration.cases()
+    shipped = calibration.within_count([c.log_ratio(mfu.FITTED) for c in data])
+    assert (residuals.form_ceiling(data), shipped) == (105, 100)
+
+
 def test_the_era_fact_names_the_typical_runs_published_before_2023():
     """bench/residuals.py's software-era fact (round 20) is a set of ids: each must be an included `typical` run (a
     renumbered or relabelled row would silently change what the README's figure measures), and a factor of 1 on
