@@ -877,6 +877,25 @@ def test_each_run_weighing_one_is_round_33s_candidate_and_not_in_the_menu(data):
     assert (FIT.thin_params_per_gpu, FIT.moe, FIT.basic, FIT.recipe, FIT.own_script) == (5e5, 0.7, 0.3, 1.35, 1.0)
 
 
+def test_causal_credit_halves_the_attention_of_fused_runs_only_and_is_off_as_shipped():
+    """Round 36 of issue 14's candidate (``Fit.causal_credit``, not shipped): a fused causal kernel computes about half
+    the scores, so with the credit on a fused run's attention costs CAUSAL_WORK x C of its counted FLOPs; an unfused
+    run, or one on Volta (whose ``older`` factor carries its attention), is charged as before."""
+    a100, v100 = GPUS.resolve("A100"), GPUS.resolve("V100")
+    on = dataclasses.replace(FIT, causal_credit=True)
+
+    def attention(fit, gpu=a100, kind="fused"):
+        m = mfu_model.realized_mfu(gpu, active_params=1e9, gpus=8, gpus_per_node=8, attention_share=0.2,
+                                   attention=kind, fit=fit)  # fmt: skip
+        return m.factors["attention"]
+
+    assert not FIT.causal_credit and mfu_model.CAUSAL_WORK == 0.5
+    assert attention(FIT) == 1.0  # C = 1: attention FLOPs cost what dense ones do
+    assert attention(on) == pytest.approx(1 / (1 - 0.5 * 0.2))  # 0.2 of the FLOPs at half the cost: 1/0.9
+    assert attention(on, kind="unfused") == attention(FIT, kind="unfused") == 1.0
+    assert attention(on, gpu=v100) == 1.0
+
+
 def test_the_within_count_counts_the_runs_inside_the_acceptance_band_edges_included():
     """``calibration.within_count``, what round 35's objective climbs: 0.8x and 1.25x count, 0.79x and 1.26x do not."""
     ratios = [0.79, 0.8, 1.0, 1.25, 1.26, 0.3, 3.0]
