@@ -151,7 +151,7 @@ def main() -> None:
     ablate("no attention cost (fixed at 1)", data, START, without(GRID, "attention_cost"))
     ablate("unfused attention charged (round 30, not kept)", data, dataclasses.replace(START, unfused_attention=True),
            GRID)  # fmt: skip
-    ablate("fused causal attention at half (round 36, not kept)", data,
+    ablate("causal attention at half (round 36, not kept)", data,
            dataclasses.replace(START, causal_credit=True), GRID)  # fmt: skip
     ablate("AMD CDNA 2 at the old 0.85 guess", data, START, GRID, amd=0.85)
     ablate("FP8 gain stated at 1.3 (rounds 1-3)", data, dataclasses.replace(START, fp8_gain=1.3), GRID)
