@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from optimizer import calibration
 from optimizer.calibration import BAND, Case, HeldOut
 
-WITHIN = (math.log(BAND[0]), math.log(BAND[1]))
+WITHIN = calibration.WITHIN_LOG
+within = calibration.is_within  # one run's log error within 0.8-1.25x: the test the search and the targets use
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +75,6 @@ FACTS = (
     Fact("hours from wall-clock days (1/0)", lambda _c, r: float(r["basis"].startswith("GPUs x days"))),
     Fact("typical, published before 2023 (1/0)", lambda c, _r: float(c.id in OLD_TYPICAL)),
 )
-
-
-def within(log_error: float) -> bool:
-    return WITHIN[0] <= log_error <= WITHIN[1]
 
 
 def corrected_within(held: Sequence[HeldOut], errors: Sequence[float], values: Sequence[float | None]) -> int:

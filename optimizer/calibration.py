@@ -447,10 +447,17 @@ def score(log_ratios: Sequence[float], weights: Sequence[float], cap: float | No
 OBJECTIVES = ("loss", "within")
 
 
+WITHIN_LOG = (math.log(BAND[0]), math.log(BAND[1]))  # BAND as log(predicted / published), as the search sees errors
+
+
+def is_within(log_ratio: float) -> bool:
+    """Whether one run's log(predicted / published) lies within 0.8-1.25x (BAND)."""
+    return WITHIN_LOG[0] <= log_ratio <= WITHIN_LOG[1]
+
+
 def within_count(log_ratios: Sequence[float]) -> int:
     """How many runs land within 0.8-1.25x (BAND) of their published hours: the count issue 14's target makes."""
-    low, high = math.log(BAND[0]), math.log(BAND[1])
-    return sum(low <= x <= high for x in log_ratios)
+    return sum(map(is_within, log_ratios))
 
 
 def organisation_weights(data: Sequence[Case]) -> list[float]:
