@@ -60,6 +60,31 @@ def test_the_hindsight_bound_counts_the_most_one_shift_can_bring_within():
     assert residuals.best_shift_within([math.log(0.5), math.log(1.0)]) == 1
 
 
+def test_the_organisation_level_figures_separate_who_ran_the_job_from_the_rest():
+    """bench/residuals.py's organisation figures (round 37): two organisations, one 2x slow and one 2x fast, each
+    with runs spread +-5 % around its own level. Held out, none is within; told each organisation's level, all are;
+    the spread around each organisation's mean is the +-5 %, the class spread the whole 4x; the near misses count
+    only runs outside 0.8-1.25x by 7 % or less."""
+    import math
+    from types import SimpleNamespace
+
+    residuals = script_module(REPO / "bench" / "residuals.py", "residuals")
+    levels = {"slow": math.log(0.5), "fast": math.log(2.0)}
+    held, errors = [], []
+    for org, level in levels.items():
+        for wiggle in (-0.05, 0.0, 0.05):
+            held.append(SimpleNamespace(case=SimpleNamespace(organisation=org, stack="typical")))
+            errors.append(level + wiggle)
+    assert sum(residuals.within(e) for e in errors) == 0
+    around, told = residuals.organisation_level(held, errors)
+    assert told == 6
+    assert around == pytest.approx(math.sqrt(4 * 0.05**2 / 5))  # +-0.05 twice and 0 twice, over 6 - 1
+    both = (6 * math.log(2) ** 2 + 4 * 0.05**2) / 5  # the six errors around their mean, 0
+    assert residuals.spread_by_class(held, errors)["typical"] == pytest.approx(math.sqrt(both))
+    edges = [math.log(x) for x in (0.76, 0.74, 1.30, 1.35, 1.0)]  # 5 % and 8 % below 0.8; 4 % and 8 % above 1.25
+    assert residuals.near_misses(edges) == 2
+
+
 def test_the_forms_ceiling_is_the_most_the_search_on_the_count_puts_within_in_sample():
     """bench/residuals.py's second bound (round 35): every searched constant set on all runs for the within count.
     Above what the shipped constants put within in sample (100 of 138): the shipped loss is a proxy for the count."""
