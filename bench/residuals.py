@@ -108,21 +108,32 @@ def best_shift_within(errors: Sequence[float]) -> int:
     return max(sum(within(e - shift) for e in errors) for shift in shifts)
 
 
+def grouped(held: Sequence[HeldOut], errors: Sequence[float], key: Callable[[Case], str]) -> dict[str, list[float]]:
+    """The held-out errors by the value of ``key`` (a run's stack class, or its organisation)."""
+    groups: dict[str, list[float]] = {}
+    for h, error in zip(held, errors, strict=True):
+        groups.setdefault(key(h.case), []).append(error)
+    return groups
+
+
+def by_class(case: Case) -> str:
+    return case.stack
+
+
+def by_organisation(case: Case) -> str:
+    return case.organisation
+
+
 def hindsight_within(held: Sequence[HeldOut], errors: Sequence[float]) -> int:
     """Runs within 0.8-1.25x if each stack class's multiplier were moved to the best value for its held-out runs,
     chosen after seeing them: a bound no recalibration of the classes can pass, out of sample or in."""
-    by_class: dict[str, list[float]] = {}
-    for h, error in zip(held, errors, strict=True):
-        by_class.setdefault(h.case.stack, []).append(error)
-    return sum(best_shift_within(group) for group in by_class.values())
+    return sum(best_shift_within(group) for group in grouped(held, errors, by_class).values())
 
 
 def spread_by_class(held: Sequence[HeldOut], errors: Sequence[float]) -> dict[str, float]:
     """The standard deviation of the held-out log errors within each stack class (classes of two runs or more)."""
-    by_class: dict[str, list[float]] = {}
-    for h, error in zip(held, errors, strict=True):
-        by_class.setdefault(h.case.stack, []).append(error)
-    return {stack: statistics.stdev(group) for stack, group in by_class.items() if len(group) > 1}
+    groups = grouped(held, errors, by_class)
+    return {stack: statistics.stdev(group) for stack, group in groups.items() if len(group) > 1}
 
 
 def organisation_level(held: Sequence[HeldOut], errors: Sequence[float]) -> tuple[float, int]:
@@ -130,11 +141,9 @@ def organisation_level(held: Sequence[HeldOut], errors: Sequence[float]) -> tupl
     own mean (organisations with two runs or more), and the runs within 0.8-1.25x if the model were told each
     organisation's level, read off all its runs, the run itself included (an organisation with one run is within by
     construction). A model that only knows what a publication states cannot do better than that count."""
-    by_org: dict[str, list[float]] = {}
-    for h, error in zip(held, errors, strict=True):
-        by_org.setdefault(h.case.organisation, []).append(error)
-    around = [e - statistics.fmean(group) for group in by_org.values() if len(group) > 1 for e in group]
-    told = sum(within(e - statistics.fmean(group)) for group in by_org.values() for e in group)
+    groups = grouped(held, errors, by_organisation).values()
+    around = [e - statistics.fmean(group) for group in groups if len(group) > 1 for e in group]
+    told = sum(within(e - statistics.fmean(group)) for group in groups for e in group)
     return statistics.stdev(around), told
 
 
