@@ -186,3 +186,32 @@ def test_the_nested_range_choice_with_one_candidate_is_that_candidates_cross_val
     assert set(choices) == set(kept) and set(choices.values()) == {designs.DESIGNS[0].name}
     _, both = designs.nested_choice(data, fits, designs.DESIGNS[:2])
     assert set(both) == set(kept) and set(both.values()) <= {d.name for d in designs.DESIGNS[:2]}
+
+
+def test_the_calibration_report_says_how_sure_its_shares_are(capsys):
+    """bench/calibration.py's intervals, on twelve one-run organisations: eight within (ratio 1.0) and four not (0.5),
+    every published figure inside for the class and nine for the default class. A check of all twelve counts each
+    share exactly; the organisation bootstrap puts the share as it is between its ends."""
+    import math
+    from types import SimpleNamespace
+
+    report = script_module(REPO / "bench" / "calibration.py", "calibration_report")
+
+    def run(k: int) -> SimpleNamespace:
+        case = SimpleNamespace(
+            organisation=f"org{k}",
+            log_ratio=lambda _fit: math.log(1.0 if k < 8 else 0.5),
+            inside=lambda _fit, stack=None: stack is None or k < 9,
+        )
+        return SimpleNamespace(case=case, fit=None)
+
+    report.how_sure([run(k) for k in range(12)], checked=12)
+    lines = capsys.readouterr().out.splitlines()
+    rows = {line[:24].strip(): line[24:].split() for line in lines if line.startswith("  ") and "%" in line}
+    assert rows["within 0.8-1.25x"][0] == "67%"
+    assert rows["within 0.8-1.25x"][2:] == ["8", "of", "12", "(8-8)"]
+    assert rows["inside [low, high]"][2:] == ["12", "of", "12", "(12-12)"]
+    assert rows["default class inside"][0] == "75%"
+    assert rows["default class inside"][2:] == ["9", "of", "12", "(9-9)"]
+    low, high = (float(x) / 100 for x in rows["within 0.8-1.25x"][1].strip("()%").split("%-"))
+    assert low < 8 / 12 < high

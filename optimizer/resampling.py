@@ -1,0 +1,104 @@
+"""How sure the estimator's accuracy figures are, given how few organisations stand behind them.
+
+The headline shares (runs within 0.8-1.25x, runs inside [low, high]) are counted on runs of a few dozen
+organisations, and one organisation's runs miss together: its stack, its cluster and how it reports hours are shared
+by all of them. So the uncertainty of a share comes from which organisations happened to publish, and it is
+resampled by organisation, never by run (a run bootstrap would treat Meta's fourteen cards as fourteen independent
+draws and report an interval too narrow).
+
+Two questions, each on outcomes already computed (one True/False per run, from the held-out predictions), so no fold
+is searched again:
+
+* ``organisation_interval``: the interval of a share over organisations drawn with replacement (a percentile
+  bootstrap of the cluster).
+* ``check_of_runs``: what a small check like issue 14's twelve published runs would count, drawing that many
+  organisations without replacement and one run of each.
+
+Both are seeded, so a report prints the same figures every time.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+DRAWS = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    share: float  # the share on the runs as they are
+    low: float
+    high: float
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    runs: int  # runs in each drawn check
+    low: int  # counts of hits: the lower and upper percentile of the draws, and their median
+    median: int
+    high: int
+
+
+def _by_organisation(organisations: Sequence[str], hits: Sequence[bool]) -> dict[str, list[bool]]:
+    if len(organisations) != len(hits):
+        raise ValueError("one organisation per run")
+    if not hits:
+        raise ValueError("no runs")
+    grouped: dict[str, list[bool]] = {}
+    for organisation, hit in zip(organisations, hits, strict=True):
+        grouped.setdefault(organisation, []).append(hit)
+    return grouped
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    """The q-quantile of ``values``, linear between the two nearest draws (q = 0 and 1: the smallest and largest)."""
+    ordered = sorted(values)
+    at = q * (len(ordered) - 1)
+    below = int(at)
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (at - below)
+
+
+def organisation_interval(
+    organisations: Sequence[str], hits: Sequence[bool], *, level: float = 0.95, draws: int = DRAWS, seed: int = 0
+) -> Interval:
+    """The share of runs that hit, with a ``level`` interval from drawing as many organisations as there are, with
+    replacement, each bringing all its runs (organisations with many runs weigh as many runs, as in the share)."""
+    grouped = _by_organisation(organisations, hits)
+    names = list(grouped)
+    rng = random.Random(seed)  # noqa: S311 - a seeded resample, not a secret
+    shares = []
+    for _ in range(draws):
+        drawn = [grouped[rng.choice(names)] for _ in names]
+        shares.append(sum(sum(runs) for runs in drawn) / sum(len(runs) for runs in drawn))
+    tail = (1 - level) / 2
+    return Interval(share=sum(hits) / len(hits), low=_percentile(shares, tail), high=_percentile(shares, 1 - tail))
+
+
+def check_of_runs(
+    organisations: Sequence[str],
+    hits: Sequence[bool],
+    *,
+    runs: int = 12,
+    level: float = 0.90,
+    draws: int = DRAWS,
+    seed: int = 0,
+) -> Check:
+    """How many of ``runs`` published runs would hit, each from a different organisation drawn at random and one run
+    of it at random: the median and the ``level`` range over the draws."""
+    grouped = _by_organisation(organisations, hits)
+    if runs > len(grouped):
+        raise ValueError(f"a check of {runs} runs needs {runs} organisations; there are {len(grouped)}")
+    names = list(grouped)
+    rng = random.Random(seed)  # noqa: S311 - a seeded resample, not a secret
+    counts = [sum(rng.choice(grouped[name]) for name in rng.sample(names, runs)) for _ in range(draws)]
+    tail = (1 - level) / 2
+    return Check(
+        runs=runs,
+        low=round(_percentile(counts, tail)),
+        median=round(statistics.median(counts)),
+        high=round(_percentile(counts, 1 - tail)),
+    )
