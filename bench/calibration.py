@@ -216,15 +216,19 @@ def how_sure(held: Sequence[HeldOut], *, checked: int) -> None:
         ("default class inside", [h.case.inside(h.fit, DEFAULT_STACK) for h in held]),
     ]
     print(
-        f"\nhow sure, out of sample ({resampling.DRAWS:,} draws): the share with a 95 % interval, its "
-        f"{len(set(organisations))} organisations drawn with replacement;\n"
-        f"  and what a check of {checked} runs counts, one run from each of {checked} organisations drawn at random "
-        "(median, 90 % of draws)"
+        f"\nhow sure, out of sample ({resampling.DRAWS:,} draws): the share of runs, with a 95 % interval (its "
+        f"{len(set(organisations))} organisations drawn\n  with replacement); the share with each organisation "
+        f"weighing one (a team's view); and what a check of {checked}\n  runs counts, one from each of {checked} "
+        "organisations drawn at random (median, 90 % of draws)"
     )
     for name, hits in outcomes:
         i = resampling.organisation_interval(organisations, hits)
+        team = resampling.organisation_share(organisations, hits)
         c = resampling.check_of_runs(organisations, hits, runs=checked)
-        print(f"  {name:22} {i.share:4.0%} ({i.low:.0%}-{i.high:.0%})   {c.median} of {c.runs} ({c.low}-{c.high})")
+        print(
+            f"  {name:22} {i.share:4.0%} ({i.low:.0%}-{i.high:.0%})  by organisation {team:4.0%}  "
+            f"{c.median} of {c.runs} ({c.low}-{c.high})"
+        )
 
 
 def count(s: Summary, field: str) -> str:

@@ -11,6 +11,7 @@ is searched again:
 
 * ``organisation_interval``: the interval of a share over organisations drawn with replacement (a percentile
   bootstrap of the cluster).
+* ``organisation_share``: the share with each organisation weighing one, a team's view rather than a run's.
 * ``check_of_runs``: what a small check like issue 14's twelve published runs would count, drawing that many
   organisations without replacement and one run of each.
 
@@ -60,6 +61,13 @@ def _percentile(values: Sequence[float], q: float) -> float:
     below = int(at)
     above = min(below + 1, len(ordered) - 1)
     return ordered[below] + (ordered[above] - ordered[below]) * (at - below)
+
+
+def organisation_share(organisations: Sequence[str], hits: Sequence[bool]) -> float:
+    """The share with each organisation weighing one (the mean of its runs' hits): what a team picked at random, not
+    a run picked at random, can expect. It is below the run share when the organisations with many runs hit more."""
+    grouped = _by_organisation(organisations, hits)
+    return sum(sum(runs) / len(runs) for runs in grouped.values()) / len(grouped)
 
 
 def organisation_interval(

@@ -209,9 +209,9 @@ def test_the_calibration_report_says_how_sure_its_shares_are(capsys):
     lines = capsys.readouterr().out.splitlines()
     rows = {line[:24].strip(): line[24:].split() for line in lines if line.startswith("  ") and "%" in line}
     assert rows["within 0.8-1.25x"][0] == "67%"
-    assert rows["within 0.8-1.25x"][2:] == ["8", "of", "12", "(8-8)"]
-    assert rows["inside [low, high]"][2:] == ["12", "of", "12", "(12-12)"]
+    assert rows["within 0.8-1.25x"][2:] == ["by", "organisation", "67%", "8", "of", "12", "(8-8)"]
+    assert rows["inside [low, high]"][2:] == ["by", "organisation", "100%", "12", "of", "12", "(12-12)"]
     assert rows["default class inside"][0] == "75%"
-    assert rows["default class inside"][2:] == ["9", "of", "12", "(9-9)"]
+    assert rows["default class inside"][2:] == ["by", "organisation", "75%", "9", "of", "12", "(9-9)"]
     low, high = (float(x) / 100 for x in rows["within 0.8-1.25x"][1].strip("()%").split("%-"))
     assert low < 8 / 12 < high

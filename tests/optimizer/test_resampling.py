@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from optimizer.resampling import Check, Interval, check_of_runs, organisation_interval
+from optimizer.resampling import Check, Interval, check_of_runs, organisation_interval, organisation_share
 
 
 def test_every_run_hitting_leaves_no_doubt() -> None:
@@ -53,3 +53,12 @@ def test_impossible_requests_are_refused() -> None:
         organisation_interval(["a"], [True, False])
     with pytest.raises(ValueError, match="no runs"):
         organisation_interval([], [])
+
+
+def test_each_organisation_weighs_one_in_the_team_share() -> None:
+    # a: nine runs, all hitting; b, c: one miss each. By run 9 of 11 hit; by team a hits, b and c miss: 1 of 3.
+    organisations = ["a"] * 9 + ["b", "c"]
+    hits = [True] * 9 + [False, False]
+    assert organisation_interval(organisations, hits).share == pytest.approx(9 / 11)
+    assert organisation_share(organisations, hits) == pytest.approx(1 / 3)
+    assert organisation_share(["a", "a", "b"], [True, False, True]) == pytest.approx((0.5 + 1) / 2)
