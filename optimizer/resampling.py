@@ -6,7 +6,7 @@ by all of them. So the uncertainty of a share comes from which organisations hap
 resampled by organisation, never by run (a run bootstrap would treat Meta's fourteen cards as fourteen independent
 draws and report an interval too narrow).
 
-Two questions, each on outcomes already computed (one True/False per run, from the held-out predictions), so no fold
+Three figures, each on outcomes already computed (one True/False per run, from the held-out predictions), so no fold
 is searched again:
 
 * ``organisation_interval``: the interval of a share over organisations drawn with replacement (a percentile
@@ -15,11 +15,12 @@ is searched again:
 * ``check_of_runs``: what a small check like issue 14's twelve published runs would count, drawing that many
   organisations without replacement and one run of each.
 
-Both are seeded, so a report prints the same figures every time.
+The draws are seeded, so a report prints the same figures every time.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from collections.abc import Sequence
@@ -38,7 +39,7 @@ class Interval:
 @dataclass(frozen=True, slots=True)
 class Check:
     runs: int  # runs in each drawn check
-    low: int  # counts of hits: the lower and upper percentile of the draws, and their median
+    low: int  # counts of hits: the lower percentile of the draws rounded down, the upper rounded up, the median
     median: int
     high: int
 
@@ -106,7 +107,7 @@ def check_of_runs(
     tail = (1 - level) / 2
     return Check(
         runs=runs,
-        low=round(_percentile(counts, tail)),
+        low=math.floor(_percentile(counts, tail)),
         median=round(statistics.median(counts)),
-        high=round(_percentile(counts, 1 - tail)),
+        high=math.ceil(_percentile(counts, 1 - tail)),
     )
