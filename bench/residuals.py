@@ -6,8 +6,8 @@
 Issue 14 asks for 75 % of runs within 0.8-1.25x out of sample; the model puts 71 % there (round 32: 98 of 138). Before
 another cause is added to the model, the misses should show it: this script takes each run's held-out error (log of
 predicted over published GPU-hours, by the constants searched without its organisation) and asks how far each published
-fact -- GPU family, GPU count, model size, sequence length, precision, how the publication counted the hours -- goes
-with it.
+fact -- GPU family, GPU count, model size and shape, sequence length, precision, how the publication counted the
+hours -- goes with it.
 
 First, how much of the spread is who ran the job (round 37): the spread by stack class and around each
 organisation's own mean, the runs within if the model were told each organisation's level, and the misses by 7 % or
@@ -51,6 +51,16 @@ def _seq_len(_c: Case, row: dict[str, str]) -> float | None:
     return float(row["seq_len"]) if row["seq_len"] else None
 
 
+def _hidden(_c: Case, row: dict[str, str]) -> float | None:
+    return math.log(float(row["hidden"])) if row["hidden"] else None
+
+
+def _width_over_depth(_c: Case, row: dict[str, str]) -> float | None:
+    """A deep, narrow model multiplies smaller matrices than a wide, shallow one of the same size (round 40's look:
+    the small-matrix term goes by parameters, and this asks whether the shape adds to it)."""
+    return math.log(float(row["hidden"]) / float(row["layers"])) if row["hidden"] and row["layers"] else None
+
+
 # The typical-class runs whose publication predates 2023, by the date of the source each row cites: mGPT (arXiv
 # 2204.07580), ruGPT-3 XL (the ai-forever/ru-gpts README, 2020-21), YaLM 100B (the yandex/YaLM-100B README, June 2022),
 # CPM-1 (arXiv 2012.00413) and the FlashAttention paper's two Megatron-LM GPT-2 runs (arXiv 2205.14135). The other
@@ -68,6 +78,8 @@ FACTS = (
     Fact("parameters per GPU (log)", lambda c, _r: math.log(c.job.model.active_params / c.gpus)),
     Fact("tokens per GPU (log)", lambda c, _r: math.log(c.job.tokens / c.gpus)),
     Fact("sequence length", _seq_len),
+    Fact("hidden size (log)", _hidden),
+    Fact("width over depth (log)", _width_over_depth),
     Fact("attention share of FLOPs", lambda c, _r: c.attention_share),
     Fact("V100 (1/0)", lambda _c, r: float(r["gpu"].startswith("V100"))),
     Fact("A100-40GB (1/0)", lambda _c, r: float(r["gpu"] == "A100-40GB")),
