@@ -56,8 +56,8 @@ def _hidden(_c: Case, row: dict[str, str]) -> float | None:
 
 
 def _width_over_depth(_c: Case, row: dict[str, str]) -> float | None:
-    """A deep, narrow model multiplies smaller matrices than a wide, shallow one of the same size (round 40's look:
-    the small-matrix term goes by parameters, and this asks whether the shape adds to it)."""
+    """A deep, narrow model multiplies smaller matrices than a wide, shallow one of the same size (the look after
+    round 39: the small-matrix term goes by parameters, and this asks whether the shape adds to it)."""
     return math.log(float(row["hidden"]) / float(row["layers"])) if row["hidden"] and row["layers"] else None
 
 
