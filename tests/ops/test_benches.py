@@ -87,13 +87,14 @@ def test_the_organisation_level_figures_separate_who_ran_the_job_from_the_rest()
 
 def test_the_forms_ceiling_is_the_most_the_search_on_the_count_puts_within_in_sample():
     """bench/residuals.py's second bound (round 35): every searched constant set on all runs for the within count.
-    Above what the shipped constants put within in sample (100 of 138): the shipped loss is a proxy for the count."""
+    Above what the shipped constants put within in sample (101 of 140; round 32: 100 of 138): the shipped loss is a
+    proxy for the count."""
     from optimizer import calibration, mfu
 
     residuals = script_module(REPO / "bench" / "residuals.py", "residuals")
     data = calibration.cases()
     shipped = calibration.within_count([c.log_ratio(mfu.FITTED) for c in data])
-    assert (residuals.form_ceiling(data), shipped) == (105, 100)
+    assert (residuals.form_ceiling(data), shipped) == (106, 101)
 
 
 def test_the_era_fact_names_the_typical_runs_published_before_2023():

@@ -107,7 +107,8 @@ def test_a_conformal_span_takes_the_finite_sample_ranks():
 
 
 def test_the_shipped_ranges_cover_what_they_claim_out_of_sample(held_out, shipped_held_out):
-    """Round 32 (the own-script class): 98 within, 120 inside, x2.394, 14.99 %, default 125 (round 31, Stable LM 2 1.6B
+    """Round 40 (OpenCoder 1.5B and 8B added, 140 runs): 100 within, 122 inside, x2.394, 14.22 %, default 126. Round 32
+    (the own-script class): 98 within, 120 inside, x2.394, 14.99 %, default 125 (round 31, Stable LM 2 1.6B
     corrected to 4T tokens: 96, 120, x2.435, 14.99 %, 122).
     The headline (README, bench/calibration.py): the whole procedure that ships, constants AND ranges,
     cross-validated by organisation. Each range is read at the 5-95 % span of out-of-sample residuals, aimed at 90 %,
@@ -128,43 +129,45 @@ def test_the_shipped_ranges_cover_what_they_claim_out_of_sample(held_out, shippe
     in-sample residuals with no widening they hold only 107 (78 %, below the 80 % the span claims in sample).
     """
     s = held_out_summary(shipped_held_out)
-    assert s.runs == 138
-    assert s.counts == (98, 120)
+    assert s.runs == 140
+    assert s.counts == (100, 122)
     assert s.median_width == pytest.approx(2.394, abs=0.001)
-    assert s.median_error == pytest.approx(0.1499, abs=0.0001)
+    assert s.median_error == pytest.approx(0.1422, abs=0.0001)
     default = held_out_summary(shipped_held_out, mfu_model.DEFAULT_STACK)
-    assert default.counts[1] == 125
+    assert default.counts[1] == 126
     old = held_out_summary(held_out)  # each fold with the in-sample ranges widened by BAND_MARGIN
-    assert (old.counts[1], round(old.median_width, 2)) == (118, 2.32)
-    assert s.median_width > old.median_width  # round 32: the quick ranges are the narrower (round 31: the wider)
+    assert (old.counts[1], round(old.median_width, 2)) == (120, 2.33)
+    assert s.median_width > old.median_width  # rounds 32, 40: the quick ranges are the narrower
     assert [h.fit.base for h in shipped_held_out] == [h.fit.base for h in held_out]  # the same constants, per fold
 
 
 def test_a_range_read_off_in_sample_residuals_is_too_narrow_out_of_sample(data, held_out):
-    """Why the ranges are cross-validated: the in-sample 10-90 % spread, unwidened, holds 107 of 138 runs of
-    organisations held out (78 %; round 27: 105 of 137; round 26: 95 of 137; round 25: 92 of 134; round 24: 87 of 125;
+    """Why the ranges are cross-validated: the in-sample 10-90 % spread, unwidened, holds 108 of 140 runs of
+    organisations held out (77 %; round 32: 107 of 138;
+    round 27: 105 of 137; round 26: 95 of 137; round 25: 92 of 134; round 24: 87 of 125;
     round 23: 89 of 118; round 22: 89 of 114; round 21: 84 of 111); the search fits what it sees. Round 1 answered with
     a 13 % margin on each edge, a judgement; the out-of-sample residuals measure it, per class."""
     organisations = {h.case.organisation: h.fit for h in held_out}
     others = {o: [c for c in data if c.organisation != o] for o in organisations}
     bare = {o: calibration.with_bands(f, others[o], margin=1.0) for o, f in organisations.items()}
     s = held_out_summary([HeldOut(h.case, bare[h.case.organisation]) for h in held_out])
-    assert s.counts[1] == 107
+    assert s.counts[1] == 108
 
 
 def test_in_sample_figures(data):
-    """Round 32: 100 within, 123 inside (round 31: 97, 124).
+    """Round 40: 101 within, 125 inside of 140 (round 32: 100, 123 of 138; round 31: 97, 124).
     What bench/calibration.py prints for the shipped constants on every run (README, Calibration)."""
     s = evaluate(data, [FIT] * len(data))
-    assert len(data) == 138
-    assert s.counts == (100, 123)
+    assert len(data) == 140
+    assert s.counts == (101, 125)
     assert s.median_width == pytest.approx(2.451, abs=0.001)
     assert s.median_error == pytest.approx(0.1325, abs=0.001)
     assert 0.9 <= s.median_ratio <= 1.1
 
 
 def test_leave_one_organisation_out_figures(held_out):
-    """Round 32's 138 runs: 98 within, 118 inside, x2.32, 15.0 %, default 125 (round 31: 96, 119, x2.48, 15.0 %, 123).
+    """Round 40's 140 runs: 100 within, 120 inside, x2.33, 14.2 %, default 127. Round 32's 138 runs: 98 within, 118
+    inside, x2.32, 15.0 %, default 125 (round 31: 96, 119, x2.48, 15.0 %, 123).
     Each organisation predicted by constants chosen without any of its runs, each fold with the ranges its own runs
     show in sample, widened 13 % (BAND_MARGIN): the quick cross-validation every search variant and loss is compared by,
     and rounds 1-17's headline (round 29's 138 runs: 69 % within, 86 % inside, x2.46, 15.0 %, default 89 %; round 28's,
@@ -179,15 +182,18 @@ def test_leave_one_organisation_out_figures(held_out):
     shipped ranges' figure is ``cross_validated``'s (the test above); the nested one, the loss chosen without the
     held-out organisation too, is in the README."""
     s = held_out_summary(held_out)
-    assert s.median_width == pytest.approx(2.321, abs=0.001)
-    assert s.median_error == pytest.approx(0.1499, abs=0.001)
-    assert s.counts == (98, 118)
+    assert s.median_width == pytest.approx(2.333, abs=0.001)
+    assert s.median_error == pytest.approx(0.1422, abs=0.001)
+    assert s.counts == (100, 120)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
-    assert default.inside_range >= 0.85 and default.counts[1] == 125
+    assert default.inside_range >= 0.85 and default.counts[1] == 127
 
 
 def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
-    """Round 32's 138 runs: the 1.3x cap 98 and 118, the uncapped loss 85 and 117 at 16.3 %, the 1.5x, 1.8x and 2x caps
+    """Round 40's 140 runs: the 1.3x cap 100 and 120, the uncapped loss 87 and 120 at 16.2 %, the 1.5x, 1.8x and 2x caps
+    96, 92 and 92 within, 120 inside; on every run the uncapped loss puts typical at 0.75, large-lab at 1.0 and recipe
+    at 1.4, the 1.8x cap typical at 0.9. Round 32's 138 runs: the 1.3x cap 98 and 118, the uncapped loss 85 and 117
+    at 16.3 %, the 1.5x, 1.8x and 2x caps
     93, 90 and 90 within, 118 inside; searched on every run the uncapped loss puts typical at 0.75, the 1.8x cap at
     0.85 (round 31: 96 and 119; 80 and 117 at 18.7 %; 92, 90 and 90, 119).
     Rounds 2-5's loss, the plain mean |log error|, searched and cross-validated the same way: runs far
@@ -206,14 +212,14 @@ def test_the_capped_loss_earns_its_place_out_of_sample(data, held_out):
     uncapped = leave_one_organisation_out(data, searcher=calibration.searcher_for(None))
     old = held_out_summary(uncapped)
     shipped = held_out_summary(held_out)
-    assert (old.counts, shipped.counts) == ((85, 117), (98, 118))
+    assert (old.counts, shipped.counts) == ((87, 120), (100, 120))
     assert shipped.median_error < old.median_error - 0.01
     plain = search(data, loss_cap=None)
-    assert (plain.typical, plain.large_lab, plain.recipe) == (0.75, 1.05, 1.4)
+    assert (plain.typical, plain.large_lab, plain.recipe) == (0.75, 1.0, 1.4)
     assert (FIT.typical, FIT.large_lab, FIT.recipe) == (0.9, 1.0, 1.35)
-    assert search(data, loss_cap=1.8).typical == 0.85
+    assert search(data, loss_cap=1.8).typical == 0.9
     judged: list[tuple[float | None, calibration.Summary]] = [(calibration.LOSS_CAP, shipped), (None, old)]
-    for cap, pinned in ((1.5, (93, 118)), (1.8, (90, 118)), (2.0, (90, 118))):
+    for cap, pinned in ((1.5, (96, 120)), (1.8, (92, 120)), (2.0, (92, 120))):
         other = held_out_summary(leave_one_organisation_out(data, searcher=calibration.searcher_for(cap)))
         assert other.counts == pinned
         judged.append((cap, other))
@@ -237,8 +243,9 @@ def test_an_organisation_is_held_out_whole(data, held_out):
 
 
 def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
-    """Round 32's 138 runs: 98 and 118 with the classes, 78 and 121 without, at x2.32 against x2.59 (round 31: 96 and
-    119, 78 and 122, x2.48 against x2.74).
+    """Round 40's 140 runs: 100 and 120 with the classes, 79 and 123 without, at x2.33 against x2.59, 14.2 % against
+    18.9 %. Round 32's 138 runs: 98 and 118 with the classes, 78 and 121 without, at x2.32 against x2.59 (round 31:
+    96 and 119, 78 and 122, x2.48 against x2.74).
     Without classes (every run 'tuned') the same search puts fewer runs within 0.8-1.25x (78 against 95 of 138) at a
     larger median error (18.9 % against 15.0 %); it puts two more inside its range (121 against 119), at a wider
     median range (2.64 against 2.46). (Round 27's 137 runs: 70 against 92 within, 21.5 % against 14.8 %, 120 against
@@ -254,14 +261,15 @@ def test_the_stack_classes_earn_their_place_out_of_sample(data, held_out):
     without = leave_one_organisation_out(data, searcher=lambda d: search(d, start=flat, grid=grid))
     flat_s = held_out_summary(without)
     shipped = held_out_summary(held_out)
-    assert (shipped.counts, flat_s.counts) == ((98, 118), (78, 121))
-    assert shipped.median_width == pytest.approx(2.321, abs=0.001)
+    assert (shipped.counts, flat_s.counts) == ((100, 120), (79, 123))
+    assert shipped.median_width == pytest.approx(2.333, abs=0.001)
     assert flat_s.median_width == pytest.approx(2.591, abs=0.001)
     assert shipped.median_error < flat_s.median_error - 0.025
 
 
 def test_the_recipe_class_earns_its_place_out_of_sample(data, held_out):
-    """Round 32's 138 runs: 98 and 118 with the class, 84 and 119 with the recipe runs labelled as before (round 31: 96
+    """Round 40's 140 runs: 100 and 120 with the class, 86 and 120 labelled as before (x2.67, 16.9 %). Round 32's 138
+    runs: 98 and 118 with the class, 84 and 119 with the recipe runs labelled as before (round 31: 96
     and 119, 82 and 118).
     Round 27: the 23 runs of single-node speed recipes run with their own code (nanochat, llm.c and its PyTorch
     trainer, nanoGPT, llama2.c), labelled as rounds 1-26 had them (tuned for their author's, typical for others') and
@@ -282,9 +290,9 @@ def test_the_recipe_class_earns_its_place_out_of_sample(data, held_out):
     grid = {k: v for k, v in calibration.GRID.items() if k != "recipe"}
     old = held_out_summary(leave_one_organisation_out(before, searcher=lambda d: search(d, grid=grid)))
     shipped = held_out_summary(held_out)
-    assert (old.counts, shipped.counts) == ((84, 119), (98, 118))
-    assert old.median_width == pytest.approx(2.644, abs=0.001)
-    assert old.median_error == pytest.approx(0.174, abs=0.001)
+    assert (old.counts, shipped.counts) == ((86, 120), (100, 120))
+    assert old.median_width == pytest.approx(2.665, abs=0.001)
+    assert old.median_error == pytest.approx(0.169, abs=0.001)
 
 
 def test_the_own_script_class_earns_its_place_out_of_sample(data, held_out, shipped_held_out):
@@ -295,7 +303,8 @@ def test_the_own_script_class_earns_its_place_out_of_sample(data, held_out, ship
     cross-validation puts 96 within and 119 inside (round 31's figures exactly) against 98 and 118; the whole procedure
     that ships, 96 and 120 (round 31) against 98 and 120 (the test above), the rule round 32's plan fixed first (more
     within, no fewer inside). The class's multiplier is tuned's (1.0), typical's stays 0.9, and its runs' out-of-sample
-    range is x0.90-1.25 of the expected MFU, which held 7 of its 8 runs."""
+    range is x0.90-1.25 of the expected MFU, which held 7 of its 8 runs. Round 40 (140 runs): 97 and 120 labelled as
+    before against 100 and 120; the whole procedure 100 and 122."""
     own = [c for c in data if c.stack == "own-script"]
     assert len(own) == 8 and len({c.organisation for c in own}) == 5
     assert max(c.gpus for c in own) == 16  # as the class's range label says (mfu.CLASS_SCOPE)
@@ -305,16 +314,18 @@ def test_the_own_script_class_earns_its_place_out_of_sample(data, held_out, ship
     grid = {k: v for k, v in calibration.GRID.items() if k != "own_script"}
     old = held_out_summary(leave_one_organisation_out(before, searcher=lambda d: search(d, grid=grid)))
     shipped = held_out_summary(held_out)
-    assert (old.counts, shipped.counts) == ((96, 119), (98, 118))
-    assert old.median_width == pytest.approx(2.479, abs=0.001)
-    assert held_out_summary(shipped_held_out).counts == (98, 120)
+    assert (old.counts, shipped.counts) == ((97, 120), (100, 120))
+    assert old.median_width == pytest.approx(2.493, abs=0.001)
+    assert held_out_summary(shipped_held_out).counts == (100, 122)
     assert (FIT.own_script, FIT.typical) == (1.0, 0.9) and FIT.band("own-script") == (0.9, 1.25)
     ratios = [math.exp(h.case.log_ratio(h.fit)) for h in shipped_held_out if h.case.stack == "own-script"]
     assert sum(0.8 <= r <= 1.25 for r in ratios) == 7
 
 
 def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
-    """Round 32's 138 runs: the knee puts as many within (98) and one fewer inside (117 against 118), at a range
+    """Round 40's 140 runs: the knee puts one fewer within (99 against 100) and one fewer inside (119 against 120), at a
+    wider range (2.36 against 2.33), 14.3 % against 14.2 %. Round 32's 138 runs: the knee puts as many within (98) and
+    one fewer inside (117 against 118), at a range
     narrower by 0.002 (2.319) and a median error of 14.4 %: the stated form stays by one run inside (round 31: 93 and
     117 against 96 and 119, 15.9 %).
     Round 1's sharp knee, 1 / (1 + (T.G/N)^2) on every job, searched the same way, against compute / (compute + sync)
@@ -340,17 +351,18 @@ def test_the_scale_out_form_earns_its_place_out_of_sample(data, held_out):
     round_1 = leave_one_organisation_out(data, searcher=lambda d: search(d, start=knee))
     old = held_out_summary(round_1)
     shipped = held_out_summary(held_out)
-    assert (shipped.counts, old.counts) == ((98, 118), (98, 117))
-    assert old.median_width == pytest.approx(2.319, abs=0.001)  # rounds 31-32: the knee's range is narrower by 0.002
+    assert (shipped.counts, old.counts) == ((100, 120), (99, 119))
+    assert old.median_width == pytest.approx(2.36, abs=0.001)  # round 40: the knee's is the wider
     assert calibration.best_loss([("stated", shipped), ("knee", old)]) == "stated"
-    assert old.median_error == pytest.approx(0.1442, abs=0.001)
+    assert old.median_error == pytest.approx(0.1426, abs=0.001)
     old_default = held_out_summary(round_1, mfu_model.DEFAULT_STACK)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
-    assert (default.counts[1], old_default.counts[1]) == (125, 125)
+    assert (default.counts[1], old_default.counts[1]) == (127, 127)
 
 
 def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
-    """Round 32's 138 runs: 96 within at 1.3 against 98 at the stated 1.4 (round 31: 94 against 96).
+    """Round 40's 140 runs: 98 within at 1.3 against 100 at the stated 1.4, at 12.8 % against 14.2 %. Round 32's 138
+    runs: 96 within at 1.3 against 98 at the stated 1.4 (round 31: 94 against 96).
     Round 4's search on the whole runs put the FP8 gain at 1.4, inside the published FP8/BF16 throughput ratios
     (torchtitan, OLMo-core, Megatron-LM with Transformer Engine: 1.28-1.42); round 5 states it there (two organisations'
     FP8 runs cannot set it in a fold that holds one out). The whole runs barely tell it from the round-1-3 value 1.3:
@@ -370,8 +382,8 @@ def test_the_fp8_gain_is_stated_inside_the_published_benchmarks(data, held_out):
     stated = leave_one_organisation_out(data, searcher=lambda d: search(d, start=older))
     old = held_out_summary(stated)
     shipped = held_out_summary(held_out)
-    assert (shipped.counts[0], old.counts[0]) == (98, 96)
-    assert (round(shipped.median_error, 3), round(old.median_error, 3)) == (0.150, 0.142)
+    assert (shipped.counts[0], old.counts[0]) == (100, 98)
+    assert (round(shipped.median_error, 3), round(old.median_error, 3)) == (0.142, 0.128)
     scout = next(c for c in data if c.name == "Llama 4 Scout")
     assert scout.mfu(FIT).factors["fp8"] == pytest.approx(FIT.fp8_gain * 989 / 1979)
 
@@ -497,7 +509,9 @@ def test_a_steady_figure_is_compared_with_the_steady_part_of_the_prediction(data
 
 
 def test_the_steady_reading_out_of_sample(data, held_out):
-    """Round 32's 138 runs: with it 98 and 118 at x2.32, read as whole runs 98 and 118 at x2.41 (a tie but for the
+    """Round 40's 140 runs: with it 100 and 120 at x2.33, read as whole runs 99 and 120 at x2.44 (default class 127
+    against 122). Round 32's 138 runs: with it 98 and 118 at x2.32, read as whole runs 98 and 118 at x2.41 (a tie but
+    for the
     range and the default class, 125 against 120; round 31: 96 and 119, 95 and 119 at x2.58).
     What the steady reading does, each way searched with the shipped loss and cross-validated the quick way (each
     organisation held out, in-sample ranges widened 13 %) on round 29's 138 runs: with it 95 within 0.8-1.25x and 119
@@ -513,12 +527,12 @@ def test_the_steady_reading_out_of_sample(data, held_out):
     whole = [dataclasses.replace(c, counted=1.0) for c in data]
     held = leave_one_organisation_out(whole)
     old, shipped = held_out_summary(held), held_out_summary(held_out)
-    assert (old.counts, shipped.counts) == ((98, 118), (98, 118))
-    assert old.median_width == pytest.approx(2.409, abs=0.001) and shipped.median_width < old.median_width
-    assert old.median_error == pytest.approx(0.160, abs=0.001)
+    assert (old.counts, shipped.counts) == ((99, 120), (100, 120))
+    assert old.median_width == pytest.approx(2.44, abs=0.001) and shipped.median_width < old.median_width
+    assert old.median_error == pytest.approx(0.151, abs=0.001)
     old_default = held_out_summary(held, mfu_model.DEFAULT_STACK)
     default = held_out_summary(held_out, mfu_model.DEFAULT_STACK)
-    assert (default.counts[1], old_default.counts[1]) == (125, 120)
+    assert (default.counts[1], old_default.counts[1]) == (127, 122)
     assert search(whole).recipe == 1.5
 
 
@@ -632,7 +646,8 @@ def test_unfused_attention_reproduces_the_flashattention_papers_megatron_baselin
 
 
 def test_unfused_attention_is_not_charged_because_it_loses_runs_out_of_sample(data, held_out):
-    """Round 32's 138 runs: 96 and 117 against 98 and 118 (round 31: 93 and 118 against 96 and 119).
+    """Round 40's 140 runs: 97 and 119 against 100 and 120 (x2.32; default class 128). Round 32's 138 runs: 96 and
+    117 against 98 and 118 (round 31: 93 and 118 against 96 and 119).
     Round 30's candidate, searched and cross-validated the quick way with the shipped loss: 92 runs within
     0.8-1.25x against 95 and 118 inside against 119, at a narrower median range (2.42 against 2.46) and more inside the
     default class's range (125 against 123). The search puts ``basic`` at 0.4 with it, and TeenyTinyLlama's two runs,
@@ -642,10 +657,10 @@ def test_unfused_attention_is_not_charged_because_it_loses_runs_out_of_sample(da
     start = dataclasses.replace(calibration.START, unfused_attention=True)
     candidate = leave_one_organisation_out(data, searcher=lambda d: search(d, start=start))
     tried, shipped = held_out_summary(candidate), held_out_summary(held_out)
-    assert (shipped.counts, tried.counts) == ((98, 118), (96, 117))
+    assert (shipped.counts, tried.counts) == ((100, 120), (97, 119))
     assert calibration.best_loss([("shipped", shipped), ("unfused", tried)]) == "shipped"
-    assert tried.median_width == pytest.approx(2.263, abs=0.001)
-    assert held_out_summary(candidate, mfu_model.DEFAULT_STACK).counts[1] == 126
+    assert tried.median_width == pytest.approx(2.318, abs=0.001)
+    assert held_out_summary(candidate, mfu_model.DEFAULT_STACK).counts[1] == 128
     assert not FIT.unfused_attention
 
 
@@ -822,7 +837,8 @@ def test_the_search_never_picks_constants_above_the_published_benchmarks(data):
 
 
 def test_the_recipe_multiplier_steps_as_the_other_classes(data, held_out):
-    """Round 32's 138 runs: 98 and 118 on either grid (round 31: 96 and 119).
+    """Round 40's 140 runs: 100 and 120 on either grid, 14.7 % against 14.2 %. Round 32's 138 runs: 98 and 118 on
+    either grid (round 31: 96 and 119).
     Round 29: ``GRID["recipe"]`` steps by 0.05 like the other class multipliers (round 27 wrote it at 0.1). On the
     138 runs the 0.1 grid puts recipe at 1.3 and, cross-validated the quick way, as many within (95) and inside (119)
     at the same median range, at a median error of 16.0 % against 15.0 %: with one grid step the folds that hold out a
@@ -834,14 +850,15 @@ def test_the_recipe_multiplier_steps_as_the_other_classes(data, held_out):
     coarse = {**grid, "recipe": [round(1.0 + 0.1 * i, 1) for i in range(11)]}
     old = held_out_summary(leave_one_organisation_out(data, searcher=lambda d: search(d, grid=coarse)))
     shipped = held_out_summary(held_out)
-    assert old.counts == shipped.counts == (98, 118)
-    assert old.median_error == pytest.approx(0.160, abs=0.001)
-    assert shipped.median_error == pytest.approx(0.1499, abs=0.001)
+    assert old.counts == shipped.counts == (100, 120)
+    assert old.median_error == pytest.approx(0.1473, abs=0.001)
+    assert shipped.median_error == pytest.approx(0.1422, abs=0.001)
     assert search(data, grid=coarse).recipe == 1.3 and FIT.recipe == 1.35
 
 
 def test_the_run_weights_are_the_ones_the_cross_validation_picks(data, held_out):
-    """Round 32's 138 runs: 98 and 118 either way, a tie again (round 31: 96 and 119).
+    """Round 40's 140 runs: 100 and 120 either way, a tie again. Round 32's 138 runs: 98 and 118 either way (round 31:
+    96 and 119).
     Whether each organisation (rounds 1-11, 22-23, and since round 28) or each organisation-and-class pair (rounds
     12-21 and 24-27) weighs one in the loss is chosen by the cross-validation with the cap. On rounds 28 and 29's 138
     runs pair weights with the 1.3x cap put as many within 0.8-1.25x (95) and inside (119) at the same median range and
@@ -856,7 +873,7 @@ def test_the_run_weights_are_the_ones_the_cross_validation_picks(data, held_out)
     assert calibration.pair_weights(data) != calibration.organisation_weights(data)
     by_pair = leave_one_organisation_out(data, searcher=calibration.searcher_for(calibration.LOSS_CAP, "pairs"))
     pairs, shipped = held_out_summary(by_pair), held_out_summary(held_out)
-    assert pairs.counts == shipped.counts == (98, 118)
+    assert pairs.counts == shipped.counts == (100, 120)
     assert shipped.median_width == pytest.approx(pairs.median_width, abs=1e-9)
     assert search(data, weighting="pairs").basic == 0.25 and FIT.basic == 0.3
     judged = [((calibration.LOSS_CAP, "orgs"), shipped), ((calibration.LOSS_CAP, "pairs"), pairs)]
@@ -907,12 +924,13 @@ def test_searching_on_the_within_count_is_round_35s_candidate_and_not_shipped(da
     """Round 35 of issue 14: the search climbing the number of runs within 0.8-1.25x (``objective="within"``, the
     shipped loss breaking ties) puts 105 within on every run, in sample, against the shipped constants' 100, and 102
     out of sample; but 117 inside by the whole procedure (shipped: 120), so by its plan it is not shipped. On every run
-    it moves scale-out to 7e5, large-lab to 1.05 and own-script to 1.05 of tuned (shipped 5e5, 1.0, 1.0)."""
+    it moves scale-out to 7e5, large-lab to 1.05 and own-script to 1.05 of tuned (shipped 5e5, 1.0, 1.0). Round 40's
+    140 runs: the same constants, 106 within in sample against the shipped 101."""
     by_count = search(data, objective="within")
     assert (by_count.thin_params_per_gpu, by_count.large_lab, by_count.own_script) == (7e5, 1.05, 1.05)
     assert (by_count.base, by_count.typical, by_count.basic, by_count.recipe) == (FIT.base, FIT.typical, 0.3, 1.35)
-    assert calibration.within_count([c.log_ratio(by_count) for c in data]) == 105
-    assert calibration.within_count([c.log_ratio(FIT) for c in data]) == 100
+    assert calibration.within_count([c.log_ratio(by_count) for c in data]) == 106
+    assert calibration.within_count([c.log_ratio(FIT) for c in data]) == 101
     assert search(data).thin_params_per_gpu == FIT.thin_params_per_gpu  # the default objective is the shipped loss
     with pytest.raises(ValueError, match="objective must be one of loss, within"):
         search(data, objective="count")
