@@ -61,7 +61,8 @@ def test_elsewhere_the_model_carries_the_team_factor_and_the_range_is_the_transf
     expected = STEADY * 0.9 * est.factors["transfer"]
     assert est.mfu.expected == pytest.approx(expected)
     t_low, t_high = FIT.transfer_band()
-    assert (t_low, t_high) == (0.65, 1.54)  # wider than the goodput range (0.83-1.11), which it holds
+    # round 41 (round 40: 0.65-1.54); wider than the goodput range (0.83-1.11), which it holds
+    assert (t_low, t_high) == (0.57, 1.74)
     assert est.mfu.low == pytest.approx(expected * t_low)
     assert est.mfu.high == pytest.approx(expected * t_high)
     # more GPUs of the measured kind are elsewhere too: across nodes the scale-out term moves the figure
@@ -127,12 +128,12 @@ def test_a_measurement_earns_its_place_out_of_sample(shipped_held_out):
     model, miss each other), all 14 inside both ranges, the teammate's x2.37 against the class's x6.0."""
     cases, fits = [h.case for h in shipped_held_out], [h.fit for h in shipped_held_out]
     t = calibration.evaluate_transfers(cases, fits)
-    assert (t.runs, t.organisations, t.pairs) == (100, 21, 534)
-    assert t.within_band == pytest.approx(0.641, abs=0.005)
-    assert t.inside_range == pytest.approx(0.890, abs=0.001)
+    assert (t.runs, t.organisations, t.pairs) == (104, 22, 544)  # round 41 (round 40: 100, 21, 534)
+    assert t.within_band == pytest.approx(0.607, abs=0.005)  # round 41 (round 40: 0.641)
+    assert t.inside_range == pytest.approx(0.900, abs=0.001)  # round 41 (round 40: 0.890)
     teamed = [k for k, mates in enumerate(calibration.same_team(cases)) if mates]
     silent = calibration.evaluate([cases[k] for k in teamed], [fits[k] for k in teamed], mfu_model.DEFAULT_STACK)
-    assert silent.within_band == pytest.approx(57 / 100)
+    assert silent.within_band == pytest.approx(58 / 104)  # round 41 (round 40: 57 / 100)
     assert silent.within_band < t.within_band
     low, high = FIT.transfer_band()
     assert high / low < silent.median_width * 0.6
@@ -140,10 +141,11 @@ def test_a_measurement_earns_its_place_out_of_sample(shipped_held_out):
     t_typ = calibration.evaluate_transfers([cases[k] for k in typical], [fits[k] for k in typical])
     s_typ = calibration.evaluate([cases[k] for k in typical], [fits[k] for k in typical])
     # round 40: OpenCoder's two runs, 1.4x apart against the model, miss when each is carried to the other, so for the
-    # typical teams the measurement no longer puts more within than the class; it still narrows the range at full cover
-    assert len(typical) == 14 and t_typ.within_band == pytest.approx(10 / 21)
-    assert s_typ.within_band == pytest.approx(8 / 14)
-    assert t_typ.inside_range == pytest.approx(14 / 14) and s_typ.inside_range == pytest.approx(14 / 14)
+    # typical teams the measurement no longer puts more within than the class. Round 41: Pleias's 3B and 350m (5.8x
+    # apart) and ruGPT-3.5 join them; a teammate's run now covers fewer typical runs than the class's wide range
+    assert len(typical) == 17 and t_typ.within_band == pytest.approx(20 / 51)
+    assert s_typ.within_band == pytest.approx(9 / 17)
+    assert t_typ.inside_range == pytest.approx(13 / 17) and s_typ.inside_range == pytest.approx(16 / 17)
     assert high / low < s_typ.median_width * 0.6
     recipe = [k for k in teamed if cases[k].stack == "recipe"]
     t_rec = calibration.evaluate_transfers([cases[k] for k in recipe], [fits[k] for k in recipe])
