@@ -125,7 +125,10 @@ def test_a_measurement_earns_its_place_out_of_sample(shipped_held_out):
     within from a teammate against 50 % with their class, all 12 inside both ranges. Round 40 (OpenCoder 1.5B and 8B
     added): 100 teamed runs, 64 % within from a teammate against 57 % for the default class; for the 14 typical
     teamed runs 48 % from a teammate against 57 % with their class (OpenCoder's two runs, 1.4x apart against the
-    model, miss each other), all 14 inside both ranges, the teammate's x2.37 against the class's x6.0."""
+    model, miss each other), all 14 inside both ranges, the teammate's x2.37 against the class's x6.0. Round 41 (three
+    runs added, two of them typical teammates): 104 teamed runs, 61 % from a teammate against 56 % for the default
+    class; for the 17 typical teamed runs 39 % within and 13 of 17 inside from a teammate against 53 % and 16 of 17
+    with their class, the transfer band x0.57-1.74 (x3.05) against the class's x5.8."""
     cases, fits = [h.case for h in shipped_held_out], [h.fit for h in shipped_held_out]
     t = calibration.evaluate_transfers(cases, fits)
     assert (t.runs, t.organisations, t.pairs) == (104, 22, 544)  # round 41 (round 40: 100, 21, 534)
