@@ -94,7 +94,7 @@ def test_the_forms_ceiling_is_the_most_the_search_on_the_count_puts_within_in_sa
     residuals = script_module(REPO / "bench" / "residuals.py", "residuals")
     data = calibration.cases()
     shipped = calibration.within_count([c.log_ratio(mfu.FITTED) for c in data])
-    assert (residuals.form_ceiling(data), shipped) == (107, 102)  # round 41 (round 40: 106, 101)
+    assert (residuals.form_ceiling(data), shipped) == (108, 104)  # round 42 (41: 107, 102; 40: 106, 101)
 
 
 def test_the_era_fact_names_the_typical_runs_published_before_2023():
