@@ -420,7 +420,7 @@ LOSS_CAPS = (1.3, 1.5, 1.8, 2.0, 2.5, 3.0, None)  # what bench/fit_mfu.py compar
 # wider range); round 28's 138 choose organisation weights, tied in everything with pairs at the 1.3x cap (the first
 # wins; pairs would put basic at 0.25 instead of 0.3). Round 42's 146 choose pairs again, with the 1.5x cap (LOSS_CAP's
 # comment).
-LOSS_WEIGHTING = "pairs"  # each organisation weighs one ("pairs": each organisation-and-class pair)
+LOSS_WEIGHTING = "pairs"  # each organisation-and-class pair weighs one ("orgs": each organisation)
 Loss = tuple[float | None, str]  # (cap, weighting)
 LOSSES: tuple[Loss, ...] = tuple((cap, weighting) for weighting in ("orgs", "pairs") for cap in LOSS_CAPS)
 # Round 33 of issue 14's candidate, not in the menu: each run weighing one (``run_weights``), as the target counts them.

@@ -61,7 +61,7 @@ def test_elsewhere_the_model_carries_the_team_factor_and_the_range_is_the_transf
     expected = STEADY * 0.9 * est.factors["transfer"]
     assert est.mfu.expected == pytest.approx(expected)
     t_low, t_high = FIT.transfer_band()
-    # round 41 (round 40: 0.65-1.54); wider than the goodput range (0.83-1.11), which it holds
+    # rounds 41-42 (round 40: 0.65-1.54); wider than the goodput range (0.83-1.11), which it holds
     assert (t_low, t_high) == (0.57, 1.74)
     assert est.mfu.low == pytest.approx(expected * t_low)
     assert est.mfu.high == pytest.approx(expected * t_high)
@@ -132,7 +132,7 @@ def test_a_measurement_earns_its_place_out_of_sample(shipped_held_out):
     cases, fits = [h.case for h in shipped_held_out], [h.fit for h in shipped_held_out]
     t = calibration.evaluate_transfers(cases, fits)
     assert (t.runs, t.organisations, t.pairs) == (106, 22, 568)  # round 42 (41: 104, 22, 544; 40: 100, 21, 534)
-    assert t.within_band == pytest.approx(0.607, abs=0.005)  # round 41 (round 40: 0.641)
+    assert t.within_band == pytest.approx(0.607, abs=0.005)  # rounds 41-42 (round 40: 0.641)
     assert t.inside_range == pytest.approx(0.896, abs=0.001)  # round 42 (round 41: 0.900; round 40: 0.890)
     teamed = [k for k, mates in enumerate(calibration.same_team(cases)) if mates]
     silent = calibration.evaluate([cases[k] for k in teamed], [fits[k] for k in teamed], mfu_model.DEFAULT_STACK)
