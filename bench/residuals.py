@@ -154,10 +154,14 @@ def organisation_level(held: Sequence[HeldOut], errors: Sequence[float]) -> tupl
     own mean (organisations with two runs or more), and the runs within 0.8-1.25x if the model were told each
     organisation's level, read off all its runs, the run itself included (an organisation with one run is within by
     construction). A model that only knows what a publication states cannot do better than that count."""
-    groups = grouped(held, errors, by_organisation).values()
+    groups = list(grouped(held, errors, by_organisation).values())
     around = [e - statistics.fmean(group) for group in groups if len(group) > 1 for e in group]
-    told = sum(within(e - statistics.fmean(group)) for group in groups for e in group)
-    return statistics.stdev(around), told
+    return statistics.stdev(around), told_within(groups)
+
+
+def told_within(groups: Sequence[Sequence[float]]) -> int:
+    """Runs within 0.8-1.25x once each group's errors are shifted by the group's own mean error."""
+    return sum(within(e - statistics.fmean(group)) for group in groups for e in group)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +189,7 @@ def team_bound(held: Sequence[HeldOut], errors: Sequence[float]) -> TeamBound:
         organisations=len(groups),
         runs=sum(len(g) for g in groups),
         within=sum(within(e) for g in groups for e in g),
-        told=sum(within(e - statistics.fmean(g)) for g in groups for e in g),
+        told=told_within(groups),
         from_others=sum(within(e - (sum(g) - e) / (len(g) - 1)) for g in groups for e in g),
     )
 
