@@ -89,8 +89,8 @@ rounds 17-18 and 21: 0.46, 0.38-0.51; round 10's: 0.46, 0.39-0.52), and since ro
 whole run at or below AMD's steady rate (``optimizer.calibration.below_benchmarks``), so the stated 0.5 stays inside
 that range whatever constants the search picks. The whole CDNA 2 runs found (AMD-Llama-135m on 16 MI250,
 OpenEuroLLM's 2B on 256 MI250X and, since round 15, its 0.7B on 64, AI2's Paloma 1B baseline on 64 MI250X; Motif's
-2.6B, 0.36x, is a typical team's slow run) check it, they do not set it, and at 0.5 land at 1.04x, 1.00x, 1.12x and
-0.96x of their published hours out of sample (rounds 40-42, 140-146 runs; round 32: 1.17x, 1.13x, 1.26x, 0.96x).
+2.6B, 0.35x, is a typical team's slow run) check it, they do not set it, and at 0.5 land at 1.04x, 1.00x, 1.12x and
+0.96x of their published hours out of sample (rounds 40-43, 140-147 runs; round 32: 1.17x, 1.13x, 1.26x, 0.96x).
 CDNA 3 (MI300X, MI325X) has no published whole run with a duration (Instella-3B gives none): a stated guess.
 """
 
