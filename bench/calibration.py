@@ -83,12 +83,11 @@ def main() -> None:
         ("  typed: parameter count, --seq-len", evaluate(typed(data, by_id, seq_len=True), out_fits)),
         ("  typed: parameter count only", evaluate(typed(data, by_id, seq_len=False), out_fits)),
     ]
-    users = [k for k, c in enumerate(data) if is_users_profile(c)]
+    users = [(c, fit) for c, fit in zip(data, out_fits, strict=True) if is_users_profile(c)]
     if users:
-        title = f"  1-70B on 8-512 GPUs ({len(users)} runs)"
-        rows_out.append((title, evaluate([data[k] for k in users], [out_fits[k] for k in users])))
-        rows_out.append(("  the same, default class", evaluate([data[k] for k in users], [out_fits[k] for k in users],
-                                                                DEFAULT_STACK)))  # fmt: skip
+        cases_u, fits_u = [c for c, _ in users], [fit for _, fit in users]
+        rows_out.append((f"  1-70B on 8-512 GPUs ({len(users)} runs)", evaluate(cases_u, fits_u)))
+        rows_out.append(("  the same, default class", evaluate(cases_u, fits_u, DEFAULT_STACK)))
     print(f"\n{'':44} {'within':>7} {'inside':>7} {'width':>6} {'median':>7} {'|error|':>8}")
     for title, s in rows_out:
         print(f"{title:44} {s.within_band:>7.0%} {s.inside_range:>7.0%} {s.median_width:>6.2f} "

@@ -280,12 +280,13 @@ class NeighbourLearner:
         self.errors, self.organisations = errors, organisations
         self.order = [sorted(range(len(table)), key=lambda j: math.dist(x, table[j])) for x in table]
 
-    def corrections(self, leave_out: set[str], k: int, targets: Sequence[int]) -> list[float]:
+    def corrections(self, leave_out: set[str], k: float, targets: Sequence[int]) -> list[float]:
+        """``k`` is a setting of ``learner_within``'s, as the ridge's penalty: a whole number of runs."""
         kept = [e for e, o in zip(self.errors, self.organisations, strict=True) if o not in leave_out]
         level = statistics.fmean(kept)
         out = []
         for t in targets:
-            near = [self.errors[j] for j in self.order[t] if self.organisations[j] not in leave_out][:k]
+            near = [self.errors[j] for j in self.order[t] if self.organisations[j] not in leave_out][: int(k)]
             out.append(statistics.fmean(near) - level)
         return out
 
@@ -303,7 +304,7 @@ def learner_within(
         runs_of.setdefault(o, []).append(i)
 
     def count(leave_out: set[str], setting: float, targets: list[int]) -> int:
-        fixes = learner.corrections(leave_out, setting, targets)  # type: ignore[arg-type]
+        fixes = learner.corrections(leave_out, setting, targets)
         return sum(within(errors[t] - f) for t, f in zip(targets, fixes, strict=True))
 
     by_setting = {s: sum(count({o}, s, runs) for o, runs in runs_of.items()) for s in settings}
