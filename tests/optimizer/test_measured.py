@@ -61,7 +61,7 @@ def test_elsewhere_the_model_carries_the_team_factor_and_the_range_is_the_transf
     expected = STEADY * 0.9 * est.factors["transfer"]
     assert est.mfu.expected == pytest.approx(expected)
     t_low, t_high = FIT.transfer_band()
-    # rounds 41-42 (round 40: 0.65-1.54); wider than the goodput range (0.83-1.11), which it holds
+    # round 43 (rounds 41-42: 0.57-1.74; round 40: 0.65-1.54); wider than the goodput range (0.83-1.11), which it holds
     assert (t_low, t_high) == (0.51, 1.94)
     assert est.mfu.low == pytest.approx(expected * t_low)
     assert est.mfu.high == pytest.approx(expected * t_high)
@@ -128,7 +128,9 @@ def test_a_measurement_earns_its_place_out_of_sample(shipped_held_out):
     model, miss each other), all 14 inside both ranges, the teammate's x2.37 against the class's x6.0. Round 41 (three
     runs added, two of them typical teammates): 104 teamed runs, 61 % from a teammate against 56 % for the default
     class; for the 17 typical teamed runs 39 % within and 13 of 17 inside from a teammate against 53 % and 16 of 17
-    with their class, the transfer band x0.57-1.74 (x3.05) against the class's x5.8."""
+    with their class, the transfer band x0.57-1.74 (x3.05) against the class's x5.8. Round 43 (StarCoder2-3B, 2.1x
+    from BigCode's other runs against the model): 107 teamed runs, 59 % from a teammate against 55 % for the default
+    class, the transfer band x0.51-1.94 (x3.80) against the default class's x5.74."""
     cases, fits = [h.case for h in shipped_held_out], [h.fit for h in shipped_held_out]
     t = calibration.evaluate_transfers(cases, fits)
     assert (t.runs, t.organisations, t.pairs) == (107, 22, 576)  # round 43 (42: 106, 22, 568; 41: 104, 22, 544)
