@@ -22,6 +22,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+# rawstore is imported here, by the main thread, not inside _keep_raw: that runs on a worker thread, and an import
+# there can wait forever on a module lock a Ctrl-C left held in the main thread's own import (CPython's import locks
+# are not safe against KeyboardInterrupt); the main thread then waits for the worker, and the refresh never exits
+from scraper import rawstore
 from scraper.base import ParseResult, Provider, RawPayload
 from scraper.http import Fetcher, RetryPolicy, Validators, make_client
 from scraper.providers import NAMES, provider_class
@@ -351,8 +355,7 @@ def refresh(
 
 
 def _keep_raw(root: Path, payloads: list[RawPayload]) -> list[RawRow]:
-    from scraper import rawstore
-
+    """On the keeper thread: no import may run here (see the import of rawstore above)."""
     return [rawstore.store(root, p) for p in payloads]
 
 
