@@ -12,6 +12,7 @@ fails the provider as "suspect" instead of closing its prices, unless a person a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import tempfile
 import threading
@@ -233,6 +234,10 @@ async def _fetch_all(
         while not work.done():
             if cancel.is_set():
                 work.cancel()
+                # awaited, so that asyncio does not report the cancelled fetches as an error nobody
+                # retrieved (a CancelledError traceback on stderr) when the future is collected
+                with contextlib.suppress(asyncio.CancelledError):
+                    await work
                 raise Cancelled("stopped before loading: nothing was written")
             await asyncio.sleep(0.1)
         return work.result()

@@ -3,8 +3,9 @@
 The scheduler only triggers: each run calls the same job as ``costopt refresh``. Runs coalesce and
 never overlap (``max_instances=1``); a run missed while the machine slept still runs within a wide
 grace period; a little jitter keeps many installs from hitting the providers at the same second.
-SIGTERM or SIGINT lets a load in progress commit (each provider is one transaction), loads nothing
-more, and exits 0.
+SIGTERM or SIGINT lets a load in progress commit (each provider is one transaction) and loads nothing
+more. SIGTERM is how a service manager stops a service, so it exits 0; SIGINT is a person's Ctrl-C,
+which exits 130 as every other command does, so a shell or a wrapper script can tell it was interrupted.
 
 Jitter rule: a random delay of up to ``--jitter`` seconds, never more than a tenth of the time
 between two firings; by default 120 s when runs are an hour or more apart and none below that, so
@@ -28,6 +29,7 @@ from typing import Any
 from warehouse.errors import CostoptError, UsageError
 
 MISFIRE_GRACE_SECONDS = 6 * 3600
+INTERRUPTED = 130  # a Ctrl-C, as for every other command (128 + SIGINT)
 JITTER_SECONDS = 120  # default jitter when firings are at least JITTER_FROM_SECONDS apart
 JITTER_FROM_SECONDS = 3600
 JITTER_MAX_SHARE = 0.1  # jitter never exceeds this share of the time between two firings
@@ -111,6 +113,7 @@ class Schedule:
         self.idle.set()
         self.last_code = 0
         self.runs = 0
+        self.signal: int | None = None
         self.scheduler = BlockingScheduler(timezone=UTC)
         # next_run_time=None would add the job paused (APScheduler 3.x): leave it out unless running now
         first: dict[str, Any] = {"next_run_time": datetime.now(UTC)} if run_now else {}
@@ -146,21 +149,29 @@ class Schedule:
 
     def request_stop(self, signum: int | None = None, _frame: object = None) -> None:
         name = signal.Signals(signum).name if signum else "stop"
-        self.log(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} {name}: finishing the load in progress, then exiting")
+        self.signal = self.signal or signum
+        doing = "no run in progress, exiting" if self.idle.is_set() else "finishing the load in progress, then exiting"
+        self.log(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} {name}: {doing}")
         self.stop.set()
-        self.scheduler.shutdown(wait=False)
+        if self.scheduler.running:  # a signal before the scheduler started: serve() does not start it
+            self.scheduler.shutdown(wait=False)
 
     def next_run(self) -> datetime | None:
         job = self.scheduler.get_job("refresh")
         return getattr(job, "next_run_time", None)
 
-    def serve(self) -> int:
+    def serve(self, announce: str = "") -> int:
+        # the handlers first, then the line that says the schedule has started: a stop that follows that
+        # line is always this clean stop, never the default handler's abrupt one
         signal.signal(signal.SIGTERM, self.request_stop)
         signal.signal(signal.SIGINT, self.request_stop)
-        self.scheduler.start()  # blocks until request_stop
+        if announce:
+            self.log(announce)
+        if not self.stop.is_set():
+            self.scheduler.start()  # blocks until request_stop
         self.idle.wait()
         self.log(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} stopped after {self.runs} run(s)")
-        return 0
+        return INTERRUPTED if self.signal == signal.SIGINT else 0
 
 
 def serve(
@@ -202,8 +213,7 @@ def serve(
     now = datetime.now(UTC)
     planned = make_trigger(cron, every, timezone, 0).get_next_fire_time(None, now)  # without the random part
     first = "now" if run_now else f"at {planned.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
-    log(
+    return schedule.serve(
         f"{now:%Y-%m-%dT%H:%M:%SZ} costopt schedule: refreshing {db_path} {what}, "
         f"jitter up to {trigger.jitter or 0}s; first run {first}"
     )
-    return schedule.serve()

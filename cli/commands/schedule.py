@@ -36,7 +36,7 @@ def schedule_command(
     warehouse: LakeOption = None,
     namespace: NamespaceOption = None,
 ) -> None:
-    """Run the refresh nightly (or every N hours) until stopped; SIGTERM finishes the load in progress, exits 0.
+    """Run the refresh nightly (or every N hours) until stopped; SIGTERM finishes the load, exits 0 (Ctrl-C 130).
 
     The first run is at the first cron time (or one interval from now) unless --run-now. A suspect drop
     in offers is refused every night until a person confirms it once with

@@ -338,3 +338,24 @@ def test_schedule_refuses_bad_settings_when_it_starts_not_at_3am(tmp_path):
         "costopt: error: COSTOPT_GUARD_MIN_SHARE_AWS='most': give a share between 0 and 1, e.g. 0.5 "
         "(under half is suspect)\n"
     )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("signum", "code", "err"), [(signal.SIGTERM, 0, ""), (signal.SIGINT, 130, "costopt: interrupted\n")]
+)
+def test_a_stop_while_idle_says_so_and_ctrl_c_exits_130(tmp_path, signum, code, err):
+    """SIGTERM is a service manager's normal stop (exit 0); Ctrl-C is a person's interruption and exits
+    130 as every other command does. Idle, nothing is loading, and the log says so rather than claim a
+    load is being finished."""
+    args = ["schedule", "--every", "1h", "--replay", str(REPO / "fixtures"), "--db", str(tmp_path / "wh.duckdb")]
+    proc = subprocess.Popen(costopt_command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        assert "first run at" in proc.stdout.readline()  # started and waiting for its first run
+        proc.send_signal(signum)
+        out, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    name = signal.Signals(signum).name
+    assert (proc.returncode, stderr) == (code, err)
+    assert f"{name}: no run in progress, exiting" in out and "stopped after 0 run(s)" in out
