@@ -9,11 +9,24 @@ same multiple of the expected figure on every row: the footer states that multip
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from cli.output import Column, age_text
 
 ORIGIN_MARKS = {"derived": "\u2020", "generated": "\u2021"}  # dagger, double dagger
+ORIGIN_LEGEND = {
+    "derived": "\u2020 derived: published prices written into the provider's format",
+    "generated": "\u2021 generated: sampled listings reproducing published statistics",
+}
+
+
+def origin_legend(origins: Iterable[str | None]) -> list[str]:
+    """The legend lines for the marks the rows shown carry: generated or derived data is labelled wherever shown."""
+    present = set(origins)
+    return [ORIGIN_LEGEND[o] for o in ("derived", "generated") if o in present]
+
+
 # On the wall time: the speed of this GPU family rests on its datasheet, not on published whole runs. The notes say
 # "speed extrapolated" too, but at 100 columns the notes are hidden, and such rows can top a plan (MI300X, B200).
 SPEED_MARK = "\u00a7"  # section sign

@@ -12,6 +12,12 @@ if TYPE_CHECKING:
 MARKETPLACES = ("vastai",)  # providers whose prices are distributions of listings, not a price list
 
 
+def _vintage(day: str | None, origin: str | None) -> str:
+    """When a rent's figures are from, and whether they are derived or generated: said wherever the rent is shown."""
+    kind = f"{origin} data, " if origin in ("derived", "generated") else ""
+    return f"{kind}as of {day}" if day else f"{kind}age unknown"
+
+
 def _utc(column: str) -> str:
     """A TIMESTAMPTZ column as UTC text ("2026-11-20 03:00:00+00") whatever the session's time zone."""
     return f"strftime(timezone('UTC', {column}), '%Y-%m-%d %H:%M:%S') || '+00'"
@@ -69,7 +75,9 @@ def rent_observed(
     """
     markets = ", ".join(f"'{m}'" for m in MARKETPLACES)
     cloud = con.execute(
-        f"""SELECT usd_per_gpu_hour, provider, region, instance_type, {_utc("source_time")} FROM current_prices
+        f"""SELECT usd_per_gpu_hour, provider, region, instance_type,
+                   strftime(timezone('UTC', coalesce(source_time, observed_at)), '%Y-%m-%d'), data_origin
+            FROM current_prices
             WHERE gpu = ? AND pricing = 'on_demand' AND gpu_count >= 1 AND provider NOT IN ({markets})
             ORDER BY usd_per_gpu_hour, provider, region, instance_type LIMIT 1""",
         [gpu],
@@ -81,6 +89,11 @@ def rent_observed(
            SELECT quantile_cont(l.usd_per_hour / gpu_count, 0.5), count(*), min(provider) FROM listed
            WHERE l.reliability >= ?""",
         [gpu, min_reliability],
+    ).fetchone()
+    market_origin = con.execute(  # the listings' vintage and origin: those of the provider's current prices
+        """SELECT strftime(timezone('UTC', min(coalesce(source_time, observed_at))), '%Y-%m-%d'), min(data_origin)
+           FROM current_prices WHERE provider = ? AND gpu = ? AND pricing = 'on_demand'""",
+        [market[2] if market is not None else None, gpu],
     ).fetchone()
     median = con.execute(
         f"""WITH cloud AS (
@@ -104,13 +117,14 @@ def rent_observed(
     if cloud is not None:
         out["cloud"] = {
             "usd_per_gpu_hour": cloud[0],
-            "from": f"cheapest cloud on-demand: {cloud[1]} {cloud[2]} {cloud[3]} (as of {cloud[4]})",
+            "from": f"cheapest cloud on-demand: {cloud[1]} {cloud[2]} {cloud[3]} ({_vintage(cloud[4], cloud[5])})",
         }
     if market is not None and market[0] is not None:
         out["market"] = {
             "usd_per_gpu_hour": market[0],
             "listings": market[1],
-            "from": f"{market[2]} median of {market[1]} listings (reliability >= {min_reliability:g})",
+            "from": f"{market[2]} median of {market[1]} listings (reliability >= {min_reliability:g}; "
+            f"{_vintage(*(market_origin or (None, None)))})",
         }
     candidates = [c for c in (out["cloud"], out["market"]) if c is not None]
     if candidates:

@@ -60,8 +60,8 @@ def daily_cheapest(
         f"""WITH h AS (
                 SELECT o.provider, p.pricing, o.gpu, p.usd_per_hour / o.gpu_count AS usd_per_gpu_hour,
                        p.valid_from, coalesce(p.valid_to, p.last_seen) AS valid_until,
-                       p.archive_commit IS NOT NULL AS imported
-                FROM prices p JOIN offers o USING (offer_id)),
+                       p.archive_commit IS NOT NULL AS imported, coalesce(r.data_origin, 'unknown') AS origin
+                FROM prices p JOIN offers o USING (offer_id) LEFT JOIN scrape_runs r ON r.run_id = p.last_run),
             days AS (
                 SELECT unnest(generate_series(
                     date_trunc('day', greatest(?::TIMESTAMPTZ,
@@ -71,7 +71,8 @@ def daily_cheapest(
                     INTERVAL 1 DAY)) AS day)
             SELECT d.day::DATE AS day, h.provider, h.pricing, h.gpu,
                    min(h.usd_per_gpu_hour) AS min_usd_per_gpu_hour, count(*) AS offers,
-                   arg_min(h.imported, h.usd_per_gpu_hour) AS imported
+                   arg_min(h.imported, h.usd_per_gpu_hour) AS imported,
+                   arg_min(h.origin, h.usd_per_gpu_hour) AS data_origin
             FROM h
             JOIN days d ON h.valid_from < d.day + INTERVAL 1 DAY AND h.valid_until > d.day
             WHERE h.gpu = ? {where.replace("o.provider", "h.provider")}
@@ -102,6 +103,8 @@ def summarize(daily: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "last": last,
                 "change_pct": round(100 * (last - first) / first, 1),
                 "source": "imported" if imported == len(series) else "scraped" if not imported else "imported+scraped",
+                # a recording's declared origin (derived, generated): labelled wherever the prices are shown
+                "data_origins": sorted({r["data_origin"] for r in series if r.get("data_origin")}),
                 "first_day": series[0]["day"],
                 "last_day": series[-1]["day"],
             }

@@ -60,7 +60,9 @@ def current_prices(
         where.append("pricing = 'on_demand'")
     sql = (
         "SELECT provider, region, instance_type, gpu, gpu_count, pricing, usd_per_hour, usd_per_gpu_hour, "
-        f"epoch_us(observed_at) AS observed_at, age_hours, source FROM current_prices WHERE {' AND '.join(where)} "
+        "epoch_us(observed_at) AS observed_at, age_hours, source, epoch_us(source_time) AS source_time, "
+        "coalesce(source_age_hours, age_hours) AS source_age_hours, data_origin "
+        f"FROM current_prices WHERE {' AND '.join(where)} "
         "ORDER BY usd_per_gpu_hour, usd_per_hour, provider, region, instance_type"
     )
     if limit:
@@ -68,4 +70,5 @@ def current_prices(
     out = rows(con, sql, params)
     for row in out:
         row["observed_at"] = utc_datetime(row["observed_at"])
+        row["source_time"] = utc_datetime(row["source_time"])
     return out

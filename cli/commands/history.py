@@ -21,11 +21,11 @@ SUMMARY_COLUMNS = [
     Column("median", "median", "money"),
     Column("max", "max", "money"),
     Column("first", "first", "money", drop=2),
-    Column("last", "last", "money"),
+    Column("last", "last", "figure"),
     Column("change_pct", "change %", "number"),
     Column("source", "source", "name", drop=1),
 ]
-DAILY_COLUMNS = ["day", "provider", "pricing", "gpu", "min_usd_per_gpu_hour", "offers", "imported"]
+DAILY_COLUMNS = ["day", "provider", "pricing", "gpu", "min_usd_per_gpu_hour", "offers", "imported", "data_origin"]
 
 
 def history_command(
@@ -44,6 +44,7 @@ def history_command(
     """Cheapest $/GPU-hour per provider over time: a summary, the daily series (json/csv), or a chart."""
     from cli.names import check_gpus, check_providers
     from cli.output import emit
+    from cli.plan_table import origin_legend
     from cli.warehouse_access import open_for_reading
     from warehouse.history import daily_cheapest, parse_since, summarize
 
@@ -63,14 +64,23 @@ def history_command(
     if format is not Format.table:
         emit(daily, DAILY_COLUMNS, format)
         return
+    summary = [dict(r, last=_marked(r["last"], r["data_origins"])) for r in summarize(daily)]
     emit(
-        summarize(daily),
+        summary,
         SUMMARY_COLUMNS,
         format,
         title=f"{name}: cheapest $/GPU-hour per provider" + (f" since {start:%Y-%m-%d}" if since != "all" else ""),
-        caption=(
+        caption=[
             f"{caption}; min/median/max over the daily cheapest offer; change = last vs first day; "
-            "source: imported = from a public price archive (costopt import), scraped = costopt's own scrapes"
-        ),
+            "source: imported = from a public price archive (costopt import), scraped = costopt's own scrapes",
+            *origin_legend(o for r in summary for o in r["data_origins"]),
+        ],
         wide=wide,
     )
+
+
+def _marked(value: float, origins: list[str]) -> str:
+    """The last price with the mark of a derived or generated recording behind the series (as plan and prices)."""
+    from cli.plan_table import ORIGIN_MARKS
+
+    return f"{value:.4f}" + "".join(ORIGIN_MARKS[o] for o in ("derived", "generated") if o in origins)

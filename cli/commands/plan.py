@@ -276,7 +276,7 @@ def _print_human(
     info, note_text, rows, plan, shown, buy_line, show_infeasible, explain, job, horizon_days, warnings, wide
 ) -> None:
     from cli.output import say
-    from cli.plan_table import ORIGIN_MARKS, band_line, print_plan_table, speed_line
+    from cli.plan_table import band_line, origin_legend, print_plan_table, speed_line
     from optimizer.units import human_count
 
     print(
@@ -296,12 +296,7 @@ def _print_human(
             f"speed: {info['mfu']:.1%} MFU as given (--mfu) on every GPU, of its datasheet peak; not the calibrated "
             "model: no stack class, no range"
         )
-    origins = {r["data_origin"] for r in rows if r["data_origin"] in ORIGIN_MARKS}
-    legend = {
-        "derived": "\u2020 derived: published prices written into the provider's format",
-        "generated": "\u2021 generated: sampled listings reproducing published statistics",
-    }
-    marks = [legend[o] for o in ("derived", "generated") if o in origins]
+    marks = origin_legend(r["data_origin"] for r in rows)
     slow = sum(1 for r in rows if r["slow"])
     footer = [
         f"* = Pareto front: no option is both cheaper and faster. Options slower than {horizon_days:g} days come last"

@@ -22,6 +22,9 @@ COLUMNS = [
     "observed_at",
     "age_hours",
     "source",
+    "source_time",
+    "source_age_hours",
+    "data_origin",
 ]
 TABLE_COLUMNS = [
     Column("provider", kind="name"),
@@ -31,12 +34,14 @@ TABLE_COLUMNS = [
     Column("gpu_count", "GPUs", "number"),
     Column("pricing", kind="name"),
     Column("usd_per_hour", "$/hour", "money"),
-    Column("usd_per_gpu_hour", "$/GPU-h", "money"),
+    Column("price", "$/GPU-h", "figure"),
     Column("age", "age", "figure", drop=2),
     Column("observed_at", "observed", "name", wide=True),
     Column("source", "source", "name", wide=True),
 ]
 DEFAULT_LIMIT = 50
+# the price's true age, as plan shows it: a recording or a derived file carries figures older than the scrape
+AGE_NOTE = "age: since the source's own time (an offer file's publication, a recording's vintage), else the last scrape"
 
 
 def prices_command(
@@ -67,6 +72,7 @@ def prices_command(
     from cli.names import check_providers, check_regions
     from cli.options import either
     from cli.output import age_text, emit, limited
+    from cli.plan_table import ORIGIN_MARKS, origin_legend
     from cli.warehouse_access import open_for_reading
     from warehouse.queries import current_prices
 
@@ -76,14 +82,23 @@ def prices_command(
         regions = check_regions(wh.con, region, providers=providers)
         every = current_prices(wh.con, gpus=gpu, providers=providers, regions=regions, spot=kind)
         rows, total = limited(every, limit, format, DEFAULT_LIMIT)
+        caption = [f"{wh.prices_note}; {AGE_NOTE}"]
         if format is Format.table:
-            rows = [dict(r, age=age_text(r["age_hours"])) for r in rows]
+            rows = [
+                dict(
+                    r,
+                    age=age_text(r["source_age_hours"]),
+                    price=f"{r['usd_per_gpu_hour']:.4f}{ORIGIN_MARKS.get(r['data_origin'], '')}",
+                )
+                for r in rows
+            ]
+            caption += origin_legend(r["data_origin"] for r in rows)
         emit(
             rows,
             COLUMNS if format is not Format.table else TABLE_COLUMNS,
             format,
             title="Current GPU prices",
-            caption=f"{wh.prices_note}; age: since a scrape last confirmed the price",
+            caption=caption,
             total=total,
             wide=wide,
         )

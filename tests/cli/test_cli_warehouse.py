@@ -152,3 +152,43 @@ def test_every_command_has_help():
         assert function.__doc__, name
         out = costopt(name, "--help")
         assert out.returncode == 0 and "Usage" in out.stdout, name
+
+
+@pytest.fixture
+def recorded(db_path, make_record):
+    """Lambda prices from a recording declared derived (figures of 60 days earlier), Vast.ai's generated."""
+    from dataclasses import replace
+
+    con = open_warehouse(db_path)
+    vintage = T0 - timedelta(days=60)
+    for provider, origin, usd in (("lambda", "derived", 23.92), ("vastai", "generated", 16.0)):
+        record = make_record("gpu_8x_h100_sxm5", usd, provider=provider, region="us", at=T0)
+        record = replace(record, source_time=vintage, source_basis="declared")
+        load_run(con, RunRecord(provider, "replay", T0, T0, prices=[record], data_origin=origin, figures_as_of=vintage))
+    con.close()
+    return db_path
+
+
+def test_prices_label_derived_and_generated_data_and_age_them_from_their_vintage(recorded):
+    """Generated or derived data is labelled wherever it is shown, and a price's age is its figures' own."""
+    rows = json.loads(costopt("prices", "--db", str(recorded), "--format", "json").stdout)
+    assert [(r["provider"], r["data_origin"]) for r in rows] == [("vastai", "generated"), ("lambda", "derived")]
+    assert rows[0]["source_time"].startswith("2026-09-02T03:00:00") and rows[0]["source_age_hours"] > 60 * 24
+    table = " ".join(costopt("prices", "--db", str(recorded)).stdout.split())
+    assert "2.0000\u2021" in table and "2.9900\u2020" in table
+    assert "\u2020 derived: published prices" in table and "\u2021 generated: sampled listings" in table
+    history = " ".join(costopt("history", "--db", str(recorded), "--gpu", "H100", "--since", "all").stdout.split())
+    assert "2.0000\u2021" in history and "2.9900\u2020" in history and "\u2021 generated" in history
+
+
+def test_prices_of_live_scrapes_carry_no_mark(seeded):
+    table = costopt("prices", "--db", str(seeded))
+    assert "\u2020" not in table.stdout and "\u2021" not in table.stdout
+    rows = json.loads(costopt("prices", "--db", str(seeded), "--format", "json").stdout)
+    assert {r["data_origin"] for r in rows} == {"live"}
+
+
+def test_breakeven_says_its_rent_is_derived_data_and_of_when(recorded):
+    out = costopt("breakeven", "--db", str(recorded), "--gpu", "H100", "--count", "8", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    assert "cheapest cloud on-demand: lambda us gpu_8x_h100_sxm5 (derived data, as of 2026-09-02)" in out.stdout
