@@ -30,6 +30,8 @@ their size.
 from __future__ import annotations
 
 import math
+import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
@@ -37,6 +39,7 @@ from typing import Any
 
 from optimizer import defaults
 from optimizer.estimate import Estimate, Job, estimate
+from optimizer.fabric import fabric_of
 from optimizer.inputs import MARKETPLACES
 from optimizer.market import Market, MarketPolicy, market_of
 from optimizer.memory import state_bytes
@@ -86,12 +89,6 @@ OPTION_COLUMNS = [
     "wall_low", "wall_expected", "wall_high", "cost_low", "cost_expected", "cost_high",
     "mfu_expected", "spot_overhead", "spot_overhead_first_order", "hazard_source", "fabric", "speed_basis",
 ]  # fmt: skip
-
-
-def _fabric(provider: str, gpu: GpuSpec, per_instance: int) -> str:
-    if provider in MARKETPLACES:
-        return "ethernet"
-    return "rdma" if gpu.intra_node in ("nvlink", "infinity_fabric") and per_instance >= 8 else "ethernet"
 
 
 def instance_counts(low: int, high: int, extra: tuple[int, ...] = ()) -> list[int]:
@@ -402,7 +399,7 @@ class _Builder:
         if self.job.precision == "fp8" and gpu.fp8_tflops is None:
             return self.drop(offer, f"{gpu.name} has no FP8")
         per_instance = int(per_instance)
-        fabric = _fabric(offer["provider"], gpu, per_instance)
+        fabric = fabric_of(offer["provider"], offer["instance_type"])
         probe = self.estimate(gpu, per_instance, 1, fabric)  # one instance: the memory probe
         if probe.memory.min_gpus is None:
             return self.drop(offer, probe.memory.reason)
@@ -432,6 +429,16 @@ class _Builder:
                 return self.drop(offer, f"needs {need} GPUs ({low} instances), more than --max-gpus "
                                         f"{self.constraints.max_gpus}")  # fmt: skip
             return self.drop(offer, f"needs {low} listings, the market has {available}")
+        if offer["provider"] in MARKETPLACES:
+            # a listing is one host of its own: two listings share no cluster network, often not even a country,
+            # and a job sharded across them over the internet would crawl. An option is one listing.
+            if low > 1:
+                return self.drop(
+                    offer,
+                    f"needs {low} machines at once; marketplace listings are separate hosts with no cluster "
+                    "network between them, so an option is one listing",
+                )
+            high = 1
         hazard, hazard_source = self.hazard(offer) if interruptible else (0.0, "")
 
         def overhead(n: int) -> tuple[float, float]:
@@ -559,7 +566,19 @@ def _no_option_reason(dropped: list[dict[str, Any]], max_gpus: int) -> str:
     if capped:
         smallest = min(int(r.split()[1]) for r in capped)
         return f"the job needs more than --max-gpus {max_gpus}: its smallest option needs {smallest} GPUs"
-    return "no offer can hold the job: " + "; ".join(sorted(set(reasons))[:3])
+    # the reasons most offers share first; an offer that could never run any job (a fractional GPU, a GPU outside
+    # the table) says nothing about this one, so those come last
+    telling = [r for r in reasons if not r.startswith(_NOT_TELLING)] or reasons
+    kinds = Counter(_NUMBERS.sub("#", r) for r in telling)  # one reason per kind: the figures differ by offer
+    first: dict[str, str] = {}
+    for r in telling:
+        first.setdefault(_NUMBERS.sub("#", r), r)
+    told = [f"{first[kind]} ({n} offer{'s' if n > 1 else ''})" for kind, n in kinds.most_common(3)]
+    return "no offer can run the job: " + "; ".join(told)
+
+
+_NOT_TELLING = ("fractional GPU", "unknown GPU")
+_NUMBERS = re.compile(r"\d[\d.,]*")
 
 
 def _refuse_absurd(rows: list[_Option]) -> None:
@@ -578,14 +597,19 @@ _WALL = attrgetter("wall_expected")
 
 
 def _compare_with_on_demand(rows: list[_Option]) -> list[_Option]:
-    """On-demand cost of the same instance and count where it exists, else the cheapest of the same GPU count.
+    """On-demand cost of the same instance and count where it exists, else the provider's cheapest on-demand of the
+    same GPU and GPU count.
+
+    Never another provider's: what spot saves is a property of the provider's own two prices (a GCP spot row
+    compared with a marketplace's generated on-demand price claimed a 33 % saving, and showed none under
+    ``--provider gcp``, whose filter removed that baseline).
 
     Sets ``on_demand_cost_usd`` (a row's own cost for on-demand), ``savings_usd``, ``added_hours`` and
     ``savings_basis`` on every option, in place.
     """
     # nested by the keys each option already holds (no key tuple made per option): twin -> count, GPU -> GPUs
     same: dict[tuple[str, str, str], dict[int, tuple[float, float]]] = {}
-    cheapest: dict[str, dict[int, tuple[float, float]]] = {}
+    cheapest: dict[tuple[str, str], dict[int, tuple[float, float]]] = {}
     for r in rows:
         if r.pricing != "on_demand":
             continue
@@ -594,9 +618,9 @@ def _compare_with_on_demand(rows: list[_Option]) -> list[_Option]:
         if by_count is None:
             by_count = same[r.twin] = {}
         by_count.setdefault(r.instances, (cost, wall))
-        by_gpus = cheapest.get(r.gpu)
+        by_gpus = cheapest.get((r.provider, r.gpu))
         if by_gpus is None:
-            by_gpus = cheapest[r.gpu] = {}
+            by_gpus = cheapest[(r.provider, r.gpu)] = {}
         total = r.gpus_per_instance * r.instances
         known = by_gpus.get(total)
         if known is None or cost < known[0]:  # the first of equally cheap ones, as a stable sort would give
@@ -608,7 +632,7 @@ def _compare_with_on_demand(rows: list[_Option]) -> list[_Option]:
             r.savings_usd = r.added_hours = r.savings_basis = None
             continue
         twin = same.get(r.twin, nothing).get(r.instances)
-        any_ = cheapest.get(r.gpu, nothing).get(r.gpus_per_instance * r.instances)
+        any_ = cheapest.get((r.provider, r.gpu), nothing).get(r.gpus_per_instance * r.instances)
         basis = twin if twin is not None else any_
         if basis is None:
             r.on_demand_cost_usd = r.savings_usd = r.added_hours = r.savings_basis = None
@@ -616,7 +640,7 @@ def _compare_with_on_demand(rows: list[_Option]) -> list[_Option]:
         r.on_demand_cost_usd = basis[0]
         r.savings_usd = basis[0] - r.cost_expected
         r.added_hours = r.wall_expected - basis[1]
-        r.savings_basis = None if twin is not None else "vs cheapest on-demand of the same GPU count"
+        r.savings_basis = None if twin is not None else f"vs {r.provider}'s cheapest on-demand of the same GPU count"
     return rows
 
 
@@ -692,6 +716,20 @@ def default_view(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if key not in cheapest or cost < cheapest[key]:
             cheapest[key] = cost
     return [r for r, key in zip(rows, keys, strict=True) if r["pareto"] or r["cost_expected"] == cheapest[key]]
+
+
+def every_option_slow(options: list[dict[str, Any]], constraints: Constraints) -> str | None:
+    """A warning when no option finishes within the horizon: the cheapest row is then a job of years, and what the
+    user most likely wants is more GPUs than ``--max-gpus`` allows."""
+    if not options or not all(r["slow"] for r in options):
+        return None
+    fastest = min(options, key=lambda r: r["wall_expected"])
+    return (
+        f"warning: no option finishes within {constraints.horizon_hours / 24:g} days with up to --max-gpus "
+        f"{constraints.max_gpus} (the fastest: {fastest['wall_expected'] / 24:,.0f} days on "
+        f"{fastest['gpus_per_instance'] * fastest['instances']} x {fastest['gpu']}); raise --max-gpus for faster "
+        "options"
+    )
 
 
 def stale_prices(rows: list[dict[str, Any]], stale_days: float = defaults.STALE_DAYS.value) -> list[dict[str, Any]]:

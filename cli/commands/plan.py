@@ -132,7 +132,7 @@ def plan_command(
     from cli.warehouse_access import open_for_reading
     from optimizer import inputs
     from optimizer.market import MarketPolicy
-    from optimizer.plan import Constraints, build_plan, stale_prices
+    from optimizer.plan import Constraints, build_plan, every_option_slow, stale_prices
     from optimizer.units import parse_duration_hours, positive
     from warehouse.gpus import catalog
 
@@ -190,6 +190,9 @@ def plan_command(
     rows = [dict(r, notes=_notes(r, horizon_days, job.precision)) for r in rows]
     stale = stale_prices(rows)
     warnings = [_stale_line(stale)] if stale else []
+    too_slow = every_option_slow(view, constraints)
+    if too_slow:
+        warnings.append(too_slow)
     job_info = {
         "model": job.model.name,
         "total_params": job.model.total_params,
@@ -304,6 +307,7 @@ def _print_human(
         band_line(rows, _range_basis(job)) if info["mfu"] is None else "",
         speed_line(rows),
         _precision_line(rows, info["precision"]),
+        _ethernet_line(rows),
         "age: since the source's own time (AWS offer-file publication, a recording's declared vintage, else when "
         "observed)" + ("; " + "; ".join(marks) + " (fixtures/<provider>/README.md)" if marks else ""),
         "--all-counts for every instance count, --explain for assumptions, --format json for scripts",
@@ -324,6 +328,18 @@ def _print_human(
             print(f"  {d['offer']}: {d['reason']}")
     if explain:
         _explain(job, wide, info["mfu"])
+
+
+def _ethernet_line(rows: list[dict[str, Any]]) -> str:
+    """Rows that rent several instances with no cluster network between them: the notes say "Ethernet", but at
+    100 columns the notes are hidden, and such a row can top a plan."""
+    ethernet = [r for r in rows if r["instances"] > 1 and r["fabric"] == "ethernet"]
+    if not ethernet:
+        return ""
+    return (
+        f"{len(ethernet)} of these rows rent several instances with no cluster network (RDMA) between them "
+        "(note 'Ethernet'): their scale-out penalty is a stated guess, no calibration run"
+    )
 
 
 def _precision_line(rows: list[dict[str, Any]], precision: str) -> str:

@@ -78,24 +78,24 @@ def vast(pricing="on_demand", listings=FIVE, count=8, gpu="H100-SXM"):
             "offer_count": len(listings), "listings": listings, "data_origin": "generated"}  # fmt: skip
 
 
-def test_plan_prices_each_count_from_the_listings_and_never_rents_more_than_there_are():
+def test_plan_rents_one_listing_at_the_groups_price_never_several_hosts():
+    """Listings are separate hosts with no cluster network between them: an option is one listing."""
     plan = build_plan(JOB, [vast()], GPUS, Constraints(max_gpus=256))
-    rows = {r["instances"]: r for r in plan.options}
-    assert sorted(rows) == [1, 2, 4, 5]  # min 1, doublings, and the 5 listings as the cap
-    assert rows[1]["usd_per_instance_hour"] == 3.0 and rows[1]["listings"] == 5
-    assert rows[4]["usd_per_instance_hour"] == pytest.approx(3.25)
-    assert rows[5]["usd_per_instance_hour"] == pytest.approx(4.6)
-    assert rows[4]["cost_expected"] == pytest.approx(rows[4]["wall_expected"] * 3.25 * 4)
-    assert rows[1]["market_basis"] == "median of 5 listings" and rows[1]["data_origin"] == "generated"
+    [row] = plan.options
+    assert row["instances"] == 1 and row["usd_per_instance_hour"] == 3.0 and row["listings"] == 5  # max(1, median 3)
+    assert row["cost_expected"] == pytest.approx(row["wall_expected"] * 3.0)
+    assert row["market_basis"] == "median of 5 listings" and row["data_origin"] == "generated"
+    big = Job(resolve_model("llama3-70b"), 1e12)  # needs more GPUs than one 8-GPU listing holds
+    with pytest.raises(NoOptions, match="needs 3 machines at once; marketplace listings are separate hosts"):
+        build_plan(big, [vast()], GPUS, Constraints(max_gpus=256))
 
 
 def test_a_group_with_too_few_reliable_listings_is_not_offered():
     thin = [listing(1.0), listing(2.0), listing(3.0, reliability=0.5)]
-    with pytest.raises(NoOptions, match="no offer can hold the job"):
+    with pytest.raises(NoOptions, match="no offer can run the job"):
         build_plan(JOB, [vast(listings=thin)], GPUS, Constraints())
     plan = build_plan(JOB, [vast(listings=thin)], GPUS, Constraints(market=MarketPolicy(min_listings=2)))
-    assert [r["listings"] for r in plan.options] == [2, 2]
-    assert [r["instances"] for r in plan.options] == [1, 2]
+    assert [(r["listings"], r["instances"]) for r in plan.options] == [(2, 1)]
 
 
 def test_region_filters_marketplace_listings_by_country():

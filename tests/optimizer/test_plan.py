@@ -73,8 +73,8 @@ def test_filters_name_the_one_that_removed_the_last_offer():
         build_plan(JOB, offers, GPUS, Constraints(gpus=("H1000",)))
     only_spot = build_plan(JOB, offers, GPUS, Constraints(spot=True, max_gpus=64))
     assert {r["pricing"] for r in only_spot.options} == {"interruptible"}
-    # a marketplace group with 3 listings cannot be rented 4 times over (and has no listing detail here)
-    assert max(r["instances"] for r in only_spot.options) == 3
+    # a marketplace listing is one host: never rented several times over into one job
+    assert max(r["instances"] for r in only_spot.options) == 1
 
 
 def test_budget_filter_and_pareto_marking():
@@ -102,11 +102,11 @@ def test_offers_that_cannot_hold_the_job_are_dropped_with_the_reason():
     with pytest.raises(NoOptions, match="needs more than --max-gpus 8: its smallest option needs 259 GPUs"):
         build_plan(big, offers, GPUS, Constraints(max_gpus=8))
     # the listings are what stops it under a high cap: 259 x 1-GPU listings wanted, 100 listed
-    plan_error = "no offer can hold the job: needs 259 listings, the market has 100"
+    plan_error = "no offer can run the job: needs 259 listings, the market has 100"
     with pytest.raises(NoOptions, match=plan_error):
         build_plan(big, offers, GPUS, Constraints(max_gpus=4096))
     fractional = [offer(provider="azure", instance="Standard_NV6ads_A10_v5", gpu="A10", count=1 / 6, price=0.45)]
-    with pytest.raises(NoOptions, match=r"no offer can hold the job: fractional GPU \(0.166667 per instance\)"):
+    with pytest.raises(NoOptions, match=r"no offer can run the job: fractional GPU \(0.166667 per instance\)"):
         build_plan(JOB, fractional, GPUS, Constraints())
 
 
@@ -349,3 +349,80 @@ def test_cli_spot_keeps_the_baseline_and_the_readme_examples_run(cli_env):
     assert buy.returncode == 0, buy.stderr
     line = json.loads(buy.stdout)["buy"]
     assert (line["jobs_to_pay_off"] is None) == (line["never"] is not None)
+
+
+@pytest.mark.parametrize(
+    ("provider", "instance", "fabric"),
+    [
+        ("aws", "p5.48xlarge", "rdma"),  # EFA
+        ("aws", "p4de.24xlarge", "rdma"),
+        ("aws", "p3dn.24xlarge", "rdma"),
+        ("aws", "p3.16xlarge", "ethernet"),  # NVLink inside, no EFA between
+        ("gcp", "a3-highgpu-8g", "rdma"),  # GPUDirect-TCPX
+        ("gcp", "a2-highgpu-8g", "ethernet"),
+        ("gcp", "n1-standard-64+V100x8", "ethernet"),
+        ("azure", "Standard_ND96isr_H100_v5", "rdma"),  # 'r': InfiniBand
+        ("azure", "Standard_NC24rs_v3", "rdma"),
+        ("azure", "Standard_NC96ads_A100_v4", "ethernet"),
+        ("lambda", "gpu_8x_h100_sxm", "ethernet"),  # on-demand instances: no InfiniBand between them
+        ("coreweave", "hgx-h100", "rdma"),
+        ("coreweave", "gb200-nvl72", "rdma"),
+        ("coreweave", "l40s", "ethernet"),
+        ("vastai", "H100-SXMx8.verified.datacenter", "ethernet"),
+    ],
+)
+def test_the_fabric_between_instances_is_the_instance_familys_not_the_gpus(provider, instance, fabric):
+    from optimizer.fabric import fabric_of
+
+    assert fabric_of(provider, instance) == fabric
+
+
+def test_an_8_gpu_nvlink_box_without_a_cluster_network_scales_out_over_ethernet():
+    """Lambda's 8x H100 on-demand instances were costed as an InfiniBand cluster when rented several at once."""
+    lambda_ = offer(provider="lambda", region="all", instance="gpu_8x_h100_sxm", gpu="H100-SXM", price=31.92)
+    aws = offer(instance="p5.48xlarge", gpu="H100-SXM", price=55.04)
+    plan = build_plan(JOB, [lambda_, aws], GPUS, Constraints(max_gpus=32))
+    four = {r["provider"]: r for r in plan.options if r["instances"] == 4}
+    assert (four["lambda"]["fabric"], four["aws"]["fabric"]) == ("ethernet", "rdma")
+    ethernet = estimate(JOB, GPUS.resolve("H100-SXM"), 32, gpus_per_node=8, fabric="ethernet")
+    assert four["lambda"]["wall_expected"] == pytest.approx(ethernet.wall_hours.expected)
+    assert four["lambda"]["wall_expected"] > four["aws"]["wall_expected"] * 1.2
+
+
+def test_spot_saves_only_against_the_same_providers_on_demand():
+    """A GCP spot offer with no on-demand twin was compared with a marketplace's generated on-demand price."""
+    gcp_spot = offer(provider="gcp", region="us-central1", instance="a4-highgpu-8g", gpu="B200", pricing="spot",
+                     price=32.6)  # fmt: skip
+    other = offer(provider="coreweave", region="US-EAST", instance="hgx-b200", gpu="B200", price=68.8)
+    plan = build_plan(JOB, [gcp_spot, other], GPUS, Constraints(max_gpus=8))
+    spot = next(r for r in plan.options if r["provider"] == "gcp")
+    assert spot["on_demand_cost_usd"] is None and spot["savings_usd"] is None
+    own = offer(provider="gcp", region="us-central1", instance="a4-highgpu-8g-od", gpu="B200", price=80.0)
+    plan = build_plan(JOB, [gcp_spot, other, own], GPUS, Constraints(max_gpus=8))
+    spot = next(r for r in plan.options if r["provider"] == "gcp" and r["pricing"] == "spot")
+    od = next(r for r in plan.options if r["instance_type"] == "a4-highgpu-8g-od")
+    assert spot["on_demand_cost_usd"] == pytest.approx(od["cost_expected"])
+    assert spot["savings_basis"] == "vs gcp's cheapest on-demand of the same GPU count"
+
+
+def test_no_option_names_the_reason_most_offers_share_not_a_fractional_gpu():
+    fractional = offer(provider="azure", instance="Standard_NV6ads_A10_v5", gpu="A10", count=1 / 6, price=0.45)
+    long = Job(resolve_model("8B"), 100e9, seq_len=1_000_000)
+    offers = [fractional, offer(), offer(instance="p5.48xlarge", gpu="H100-SXM", price=55.0)]
+    with pytest.raises(NoOptions) as caught:
+        build_plan(long, offers, GPUS, Constraints())
+    message = str(caught.value)
+    assert message.startswith("no offer can run the job: one micro-batch's activations")
+    assert "(2 offers)" in message and "fractional" not in message
+
+
+def test_a_plan_whose_every_option_is_slow_says_to_raise_max_gpus():
+    from optimizer.plan import every_option_slow
+
+    big = Job(resolve_model("405B"), 15e12)
+    plan = build_plan(big, [offer(instance="p5.48xlarge", gpu="H100-SXM", price=55.0)], GPUS, Constraints())
+    assert all(r["slow"] for r in plan.options)
+    warning = every_option_slow(plan.options, Constraints())
+    assert warning is not None and warning.endswith("raise --max-gpus for faster options")
+    assert "with up to --max-gpus 256 (the fastest: " in warning and "on 256 x H100-SXM" in warning
+    assert every_option_slow(build_plan(JOB, [offer()], GPUS, Constraints()).options, Constraints()) is None

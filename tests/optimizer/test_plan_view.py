@@ -28,7 +28,7 @@ CASES = {
     "default": ("8B", "100B", Constraints()),
     "spot": ("8B", "100B", Constraints(spot=True)),
     "on-demand": ("8B", "100B", Constraints(spot=False)),
-    "deadline": ("70B", "1T", Constraints(deadline_hours=24 * 35, max_gpus=512)),
+    "deadline": ("70B", "1T", Constraints(deadline_hours=24 * 60, max_gpus=512)),
     "budget": ("8B", "100B", Constraints(budget_usd=20_000)),
     "marketplace": ("1B", "10B", Constraints(providers=("vastai",), market=MarketPolicy(price="min", min_listings=1))),
     "one GPU": ("8B", "100B", Constraints(gpus=("H100",), checkpoint_interval_hours=2.0)),

@@ -1,0 +1,35 @@
+"""Which network joins several instances of an offer: a cluster network (RDMA) or the ordinary one (Ethernet).
+
+A plan that rents several instances charges the scale-out term of the fabric between them
+(``optimizer.mfu.NODE_PENALTY``). Whether an instance has a cluster network is a fact of its family, stated by its
+provider (``optimizer/data/cluster_networks.csv``, with sources), not of its GPU: Lambda's on-demand 8x H100
+instances, GCP's A2 and AWS's p3.16xlarge have NVLink inside and no RDMA between them, and an 8-GPU NVLink box was
+assumed to have one until an audit showed rows costed as InfiniBand clusters that no provider sells that way.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import re
+from importlib import resources
+
+RDMA, ETHERNET = "rdma", "ethernet"
+
+
+@functools.cache
+def _families() -> dict[str, re.Pattern[str]]:
+    text = resources.files("optimizer").joinpath("data/cluster_networks.csv").read_text(encoding="utf-8")
+    rows = csv.DictReader(io.StringIO("".join(line for line in text.splitlines(True) if not line.startswith("#"))))
+    patterns: dict[str, list[str]] = {}
+    for row in rows:
+        if row["fabric"] == RDMA:
+            patterns.setdefault(row["provider"], []).append(row["instance_pattern"])
+    return {provider: re.compile("|".join(f"(?:{p})" for p in found)) for provider, found in patterns.items()}
+
+
+def fabric_of(provider: str, instance_type: str) -> str:
+    """``rdma`` when the provider documents a cluster network for the instance's family, else ``ethernet``."""
+    pattern = _families().get(provider)
+    return RDMA if pattern is not None and pattern.match(instance_type) else ETHERNET
