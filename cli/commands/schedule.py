@@ -13,7 +13,7 @@ from cli.options import DbOption
 
 def schedule_command(
     cron: Annotated[str | None, typer.Option("--cron", help="Crontab expression (default '0 3 * * *').")] = None,
-    every: Annotated[str | None, typer.Option("--every", help="A fixed interval instead of cron: 6h, 30m.")] = None,
+    every: Annotated[str | None, typer.Option("--every", help="A fixed interval instead of cron: 6h, 30min.")] = None,
     timezone: Annotated[str, typer.Option("--timezone", help="Time zone of the cron expression.")] = "UTC",
     run_now: Annotated[bool, typer.Option("--run-now", help="Also run once right away.")] = False,
     jitter: Annotated[
