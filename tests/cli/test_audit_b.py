@@ -4,7 +4,9 @@ errors that did not say what was wrong, and formats that did not carry what they
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+
+from tests.conftest import REPO
 
 
 def test_every_example_of_schedule_every_help_parses():
@@ -19,3 +21,17 @@ def test_every_example_of_schedule_every_help_parses():
     assert len(examples) >= 2
     for example in examples:
         assert parse_every(example) > timedelta(0), example
+
+
+def test_every_since_form_the_readme_lists_parses():
+    """README's history section listed ``6m``, which ``--since`` refuses (``m``: minutes or months?)."""
+    from warehouse.history import parse_since
+
+    readme = (REPO / "README.md").read_text()
+    sentence = re.search(r"`--since` takes (.*?)\.\n?\n", readme, re.DOTALL)
+    assert sentence is not None
+    forms = re.findall(r"`([^`]+)`", sentence.group(1))
+    assert "90d" in forms and "all" in forms
+    now = datetime(2026, 11, 20, tzinfo=UTC)
+    for form in forms:
+        assert parse_since(form, now) < now, form
