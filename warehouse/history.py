@@ -25,8 +25,8 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
         return EVERYTHING
     try:
         day = date.fromisoformat(text.strip())
-    except ValueError:
-        pass
+    except ValueError as exc:
+        _refuse_a_bad_date(text, exc)
     else:
         return datetime(day.year, day.month, day.day, tzinfo=UTC)
     if not re.match(r"^\s*[0-9.]", text):
@@ -38,6 +38,17 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
         return now - parse_duration(text, what="--since")
     except OverflowError:
         return EVERYTHING
+
+
+def _refuse_a_bad_date(text: str, exc: ValueError) -> None:
+    """A ``--since`` that starts like a date (``2026-``) is one, not a duration: an impossible day
+    (``2026-02-30``) or another layout (``2026-1-1``, ``2026-01-01T00:00``) is told so, rather than given
+    the duration parser's "write a number and a unit", which never mentions dates."""
+    if not re.match(r"^\s*[0-9]{4}-", text):
+        return
+    if re.match(r"^\s*[0-9]{4}-[0-9]{2}-[0-9]{2}\s*$", text):
+        raise UsageError(f"--since {text!r} is not a real date: {exc}") from None
+    raise UsageError(f"--since {text!r} is not a date: write a date as YYYY-MM-DD, e.g. 2026-01-31") from None
 
 
 def daily_cheapest(

@@ -6,7 +6,10 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from tests.conftest import REPO
+from warehouse.errors import UsageError
 
 
 def test_every_example_of_schedule_every_help_parses():
@@ -35,3 +38,20 @@ def test_every_since_form_the_readme_lists_parses():
     now = datetime(2026, 11, 20, tzinfo=UTC)
     for form in forms:
         assert parse_since(form, now) < now, form
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("2026-02-30", "--since '2026-02-30' is not a real date: day is out of range for month"),
+        ("2026-13-01", "--since '2026-13-01' is not a real date: month must be in 1..12"),
+        ("2026-1-1", "--since '2026-1-1' is not a date: write a date as YYYY-MM-DD, e.g. 2026-01-31"),
+        ("2026-01-01T00:00", "--since '2026-01-01T00:00' is not a date: write a date as YYYY-MM-DD, e.g. 2026-01-31"),
+    ],
+)
+def test_an_impossible_or_malformed_since_date_is_called_a_date_error(text, message):
+    from warehouse.history import parse_since
+
+    with pytest.raises(UsageError) as error:
+        parse_since(text)
+    assert str(error.value) == message
