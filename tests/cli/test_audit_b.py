@@ -55,3 +55,25 @@ def test_an_impossible_or_malformed_since_date_is_called_a_date_error(text, mess
     with pytest.raises(UsageError) as error:
         parse_since(text)
     assert str(error.value) == message
+
+
+def test_readme_estimate_json_example_is_the_tools_output():
+    """README's JSON example for the 65B run had gone stale (mfu.low 0.1151, gpu_hours.high 4386000, wall_hours.high
+    2141.0 where the tool says 0.1195, 4223000, 2062.0): its figures are checked against the command it shows."""
+    import json
+
+    from tests.conftest import run_costopt
+
+    readme = (REPO / "README.md").read_text()
+    block = re.search(r'```json\n\{"model": \{"name": "65B".*?```', readme, re.DOTALL)
+    assert block is not None
+    shown = {
+        key: json.loads(value) for key, value in re.findall(r'"(mfu|gpu_hours|wall_hours)": (\{[^}]*\})', block[0])
+    }
+    out = run_costopt(
+        "estimate", "--model", "65B", "--tokens", "1.4T", "--gpu", "A100-80GB", "--gpus", "2048", "--format", "json"
+    )
+    assert out.returncode == 0, out.stderr
+    answer = json.loads(out.stdout)
+    assert set(shown) == {"mfu", "gpu_hours", "wall_hours"}
+    assert shown == {key: answer[key] for key in shown}
