@@ -5,6 +5,8 @@ command body so that ``costopt --help`` starts fast; ``main`` turns every error 
 stderr and a non-zero exit code, never a traceback:
 
 * a ``CostoptError`` -> its one line and its exit code (2 bad input, 1 otherwise);
+* click's own usage errors (``--top 0``, ``--format xml``, a missing or unknown option) -> ``costopt: error:``
+  and click's message on one line, exit 2 (``_Group``), not click's four lines of usage text;
 * Ctrl-C, whether Python's ``KeyboardInterrupt`` or DuckDB's ``RuntimeError("Query interrupted")``
   -> ``costopt: interrupted`` and exit 130 (every load is one transaction: nothing is half-written);
 * a DuckDB error that escaped the layers below (a damaged file read lazily) -> one line, exit 1;
@@ -44,15 +46,72 @@ with contextlib.suppress(ValueError):
     signal.signal(signal.SIGINT, _interrupted_while_starting)
 
 import functools  # noqa: E402
-from collections.abc import Callable  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
 from typing import Any  # noqa: E402
 
 import typer  # noqa: E402
+import typer.core  # noqa: E402
 
-from warehouse.errors import CostoptError, Interrupted, from_duckdb, is_duckdb_error, is_interrupt  # noqa: E402
+from warehouse.errors import (  # noqa: E402
+    CostoptError,
+    Interrupted,
+    UsageError,
+    from_duckdb,
+    is_duckdb_error,
+    is_interrupt,
+)
+
+
+class _Group(typer.core.TyperGroup):
+    """costopt's command group: click's own usage errors (``--top 0`` out of range, ``--format xml``, a missing
+    ``--model``, an unknown option or command) become costopt's one line, as every check of costopt's own is.
+
+    click would print its usage text, a "Try ... --help" line, a blank line and the error: four lines on stderr
+    for a bad value where costopt's checks print one. Parsing happens in ``make_context`` (the group's own
+    options) and in ``invoke`` (the command's context is made there), so both turn a ``click.UsageError`` into
+    ``UsageError``, which ``_run`` prints as ``costopt: error: ...``, exit 2. A command body never raises click's
+    errors (``_guarded``), and the help a bare ``costopt`` prints (``NoArgsIsHelpError``) is left to click.
+    """
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        with _one_line_usage_errors():
+            return super().make_context(info_name, args, parent=parent, **extra)
+
+    def invoke(self, ctx: Any) -> Any:
+        with _one_line_usage_errors(ctx):
+            return super().invoke(ctx)
+
+
+@contextlib.contextmanager
+def _one_line_usage_errors(group: Any = None) -> Iterator[None]:
+    """click's message, without its closing full stop; a missing or unknown name also points at ``--help``, where
+    the names are (a bad value's message already says what is allowed). ``group``: the group's context, whose
+    ``invoked_subcommand`` names the command when click's error carries no context (``--since`` with no value).
+
+    The exception classes are the ones typer raises: typer 0.28 carries its own copy of click (``typer._click``),
+    whose errors are not ``click``'s, while older typers use click itself.
+    """
+    errors = sys.modules[typer.BadParameter.__module__]
+    help_instead = getattr(errors, "NoArgsIsHelpError", ())  # click < 8.2 prints that help without an error
+    try:
+        yield
+    except help_instead:
+        raise
+    except errors.UsageError as exc:
+        message = exc.format_message().strip().removesuffix(".")
+        bad_value = isinstance(exc, errors.BadParameter) and not isinstance(exc, errors.MissingParameter)
+        if exc.ctx is not None and exc.ctx.parent is not None:
+            where = exc.ctx.command_path
+        elif group is not None and group.invoked_subcommand:
+            where = f"{group.command_path} {group.invoked_subcommand}"
+        else:
+            where = "costopt"
+        raise UsageError(message, hint=None if bad_value else f"see {where} --help") from None
+
 
 app = typer.Typer(
     name="costopt",
+    cls=_Group,
     help="GPU prices, training-time estimates and cost plans for rented GPUs.",
     no_args_is_help=True,
     add_completion=False,

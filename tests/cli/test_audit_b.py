@@ -77,3 +77,42 @@ def test_readme_estimate_json_example_is_the_tools_output():
     answer = json.loads(out.stdout)
     assert set(shown) == {"mfu", "gpu_hours", "wall_hours"}
     assert shown == {key: answer[key] for key in shown}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("plan", "--model", "8B", "--tokens", "1B", "--top", "0"), "Invalid value for '--top': 0 is not in the range"),
+        (("plan", "--model", "8B", "--tokens", "1B", "--top", "-1"), "Invalid value for '--top': -1 is not in the"),
+        (("plan", "--model", "8B", "--tokens", "1B", "--format", "xml"), "'xml' is not one of 'table', 'json', 'csv'"),
+        (("prices", "--limit", "0"), "Invalid value for '--limit': 0 is not in the range x>=1"),
+        (("refresh", "--keep-raw-days", "-1"), "Invalid value for '--keep-raw-days': -1 is not in the range x>=0"),
+        (("schedule", "--jitter", "-5"), "Invalid value for '--jitter': -5 is not in the range x>=0"),
+        (("plan", "--tokens", "1B"), "Missing option '--model' / '-m' (see costopt plan --help)"),
+        (("completion",), "Missing argument 'shell' (see costopt completion --help)"),
+        (("estimate", "--db", "x"), "No such option: --db"),
+        (("nosuchcommand",), "No such command 'nosuchcommand' (see costopt --help)"),
+        (("history", "--gpu", "H100", "--since"), "Option '--since' requires an argument (see costopt history --help)"),
+    ],
+)
+def test_click_usage_errors_are_one_line(tmp_path, args, message):
+    """click's own checks (ranges, choices, missing or unknown options) printed its 4-line usage text, while every
+    check of costopt's printed one line: now both are ``costopt: error: ...``, exit 2."""
+    from tests.conftest import run_costopt
+
+    out = run_costopt(*args, env={"COSTOPT_DATA_DIR": str(tmp_path), "COSTOPT_DB": ""})
+    assert (out.returncode, out.stdout) == (2, "")
+    assert out.stderr.startswith("costopt: error: ") and out.stderr.count("\n") == 1, out.stderr
+    assert message in out.stderr and "Usage:" not in out.stderr
+    assert not list(tmp_path.iterdir())  # refused before anything was opened
+
+
+@pytest.mark.parametrize("args", [("--help",), ("plan", "--help"), ()])
+def test_help_is_still_clicks_usage_text(tmp_path, args):
+    """--help, and the help a bare ``costopt`` prints, keep click's usage text."""
+    from tests.conftest import run_costopt
+
+    out = run_costopt(*args, env={"COSTOPT_DATA_DIR": str(tmp_path), "COSTOPT_DB": ""})
+    text = out.stdout if args else out.stderr  # a bare ``costopt`` prints its help on stderr, exit 2 (click's way)
+    assert out.returncode == (0 if args else 2) and text.startswith("Usage: costopt") and "Options:" in text
+    assert "costopt: error" not in out.stderr
