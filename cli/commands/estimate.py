@@ -133,6 +133,7 @@ def estimate_command(
     """Training FLOPs, realized MFU, GPU-hours and wall time (low / expected / high), and memory fit."""
     from cli.options import either
     from cli.output import Column, print_table, say, to_rounded_json
+    from optimizer.absurd import refuse_absurd_wall_time
     from optimizer.estimate import estimate, precision_note, range_means
     from optimizer.units import human_count, human_hours
     from warehouse.gpus import catalog
@@ -143,6 +144,7 @@ def estimate_command(
         measured,
     )  # fmt: skip
     est = estimate(job, catalog().resolve(gpu), gpus, gpus_per_node=gpus_per_node, fabric=fabric, mfu_override=mfu)
+    refuse_absurd_wall_time(est.wall_hours.expected, on=f"on {gpus} x {est.gpu.name}", remedy="or give more --gpus")
     data = est.as_dict()
     if format is Format.json:
         print(to_rounded_json(data, exact=exact))

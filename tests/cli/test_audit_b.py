@@ -3,6 +3,7 @@ errors that did not say what was wrong, and formats that did not carry what they
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -116,3 +117,29 @@ def test_help_is_still_clicks_usage_text(tmp_path, args):
     text = out.stdout if args else out.stderr  # a bare ``costopt`` prints its help on stderr, exit 2 (click's way)
     assert out.returncode == (0 if args else 2) and text.startswith("Usage: costopt") and "Options:" in text
     assert "costopt: error" not in out.stderr
+
+
+@pytest.mark.parametrize(("model", "tokens"), [("1e30", "1B"), ("8B", "1e30")])
+@pytest.mark.parametrize("fmt", ["table", "json", "csv"])
+def test_estimate_refuses_a_job_of_more_than_a_century_as_plan_does(model, tokens, fmt):
+    """estimate answered these with exit 0 and a garbled table (a model named ``1e+18T``, 1.7e19 days) where plan
+    refuses any job whose fastest option takes more than a century (README: "Absurd inputs are refused")."""
+    from tests.conftest import run_costopt
+
+    out = run_costopt("estimate", "--model", model, "--tokens", tokens, "--gpu", "H100", "--gpus", "8", "-f", fmt)
+    assert (out.returncode, out.stdout) == (2, ""), out.stdout
+    refused = re.fullmatch(
+        r"costopt: error: the job would take (\S+) years on 8 x H100-SXM, more than 100 years: "
+        r"check --tokens and --model \(or give more --gpus\)\n",
+        out.stderr,
+    )
+    assert refused is not None, out.stderr
+    assert float(refused[1]) > 1e12  # about 1e17 years: the expected wall time, in years
+
+
+def test_estimate_still_answers_a_long_job_under_a_century():
+    from tests.conftest import run_costopt
+
+    out = run_costopt("estimate", "--model", "8B", "--tokens", "1e14", "--gpu", "H100", "--gpus", "8", "-f", "json")
+    assert out.returncode == 0, out.stderr
+    assert 50 < json.loads(out.stdout)["wall_hours"]["expected"] / 8760 < 100
