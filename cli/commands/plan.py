@@ -35,7 +35,13 @@ CSV_COLUMNS = [
     *JSON_KEYS, "regions", "usd_per_gpu_hour", "listings", "market_basis", "data_origin", "source_time",
     "source_basis", "source_age_hours", "wall_low", "wall_expected", "wall_high", "cost_low", "cost_expected",
     "cost_high", "on_demand_cost_usd", "savings_usd", "speed_basis", "pareto", "slow", "notes",
+    # the rest of the JSON's fields, after the columns CSV readers already know: the price's source, when it was
+    # observed and in force since, the marketplace listings' countries, and the precision and interruption terms
+    "source", "observed_at", "effective_since", "listing_countries", "precision", "added_hours", "spot_overhead",
+    "hazard_source",
 ]  # fmt: skip
+"""The CSV holds every field of the JSON's options, flattened: the ``price_*`` fields without their prefix,
+``wall_hours`` and ``cost_usd`` as ``wall_low`` ... ``cost_high``, lists (regions, countries) space-separated."""
 
 
 def _notes(row: dict[str, Any], horizon_days: float, precision: str = "bf16") -> list[str]:
@@ -255,7 +261,18 @@ def plan_command(
     if format is Format.csv:
         from cli.output import rounded
 
-        flat = [dict(r, notes="; ".join(r["notes"]), regions=" ".join(r["regions"])) for r in rows]
+        flat = [
+            dict(
+                r,
+                notes="; ".join(r["notes"]),
+                regions=" ".join(r["regions"]),
+                listing_countries=" ".join(r["countries"] or []),
+                precision=_precision(r["gpu"], job.precision),
+                spot_overhead=r["spot_overhead"] if r["pricing"] != "on_demand" else None,
+                hazard_source=r["hazard_source"] or None,
+            )
+            for r in rows
+        ]
         flat = flat if exact else [rounded(r) for r in flat]
         emit(flat, CSV_COLUMNS, format)
         return

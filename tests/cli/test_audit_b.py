@@ -143,3 +143,71 @@ def test_estimate_still_answers_a_long_job_under_a_century():
     out = run_costopt("estimate", "--model", "8B", "--tokens", "1e14", "--gpu", "H100", "--gpus", "8", "-f", "json")
     assert out.returncode == 0, out.stderr
     assert 50 < json.loads(out.stdout)["wall_hours"]["expected"] / 8760 < 100
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A data dir whose default warehouse holds the bundled snapshot and history (seeded once)."""
+    from tests.conftest import run_costopt
+
+    environ = {"COSTOPT_DATA_DIR": str(tmp_path_factory.mktemp("audit-b-data")), "COSTOPT_DB": "", "COLUMNS": "100"}
+    first = run_costopt("sql", "SELECT 1", env=environ)
+    assert first.returncode == 0 and "bundled price snapshot" in first.stderr
+    return environ
+
+
+# plan's JSON keys whose CSV column has another name: the price's fields drop their ``price_`` prefix (as the CSV's
+# first price columns always have), and the ranges are flattened to _low, _expected, _high
+CSV_NAME = {
+    "price_age_hours": "source_age_hours",
+    "price_source_time": "source_time",
+    "price_source_basis": "source_basis",
+    "price_observed_at": "observed_at",
+    "price_effective_since": "effective_since",
+    "price_source": "source",
+    "listing_countries": "listing_countries",
+}
+COMPARED = (
+    "price_source", "price_source_time", "price_observed_at", "price_effective_since", "data_origin", "precision",
+    "hazard_source", "spot_overhead", "added_hours", "listing_countries", "regions",
+)  # fmt: skip
+
+
+def test_plan_csv_carries_every_figure_of_the_json(seeded):
+    """plan's CSV dropped the price's source URL and seven other fields of the JSON, though README says it gives
+    "the same figures flattened"."""
+    import csv
+    import io
+
+    from tests.conftest import run_costopt
+
+    args = ("plan", "--model", "8B", "--tokens", "100B", "--provider", "vastai", "--provider", "lambda")
+    options = json.loads(run_costopt(*args, "-f", "json", env=seeded).stdout)["options"]
+    out = run_costopt(*args, "-f", "csv", env=seeded)
+    assert out.returncode == 0, out.stderr
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    assert len(rows) == len(options) > 0
+    expected_columns = set()
+    for key in options[0]:
+        if key == "wall_hours":
+            expected_columns |= {"wall_low", "wall_expected", "wall_high"}
+        elif key == "cost_usd":
+            expected_columns |= {"cost_low", "cost_expected", "cost_high"}
+        else:
+            expected_columns.add(CSV_NAME.get(key, key))
+    assert expected_columns <= set(rows[0]), expected_columns - set(rows[0])
+
+    def cell(value: object) -> str:
+        if value is None:
+            return ""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, list):
+            return " ".join(str(v) for v in value)
+        return str(value)
+
+    for option, row in zip(options, rows, strict=True):
+        for key in COMPARED:
+            assert row[CSV_NAME.get(key, key)] == cell(option[key]), (key, row, option)
+    assert {row["source"] for row in rows} >= {"https://console.vast.ai/api/v0/bundles/"}
+    assert any(row["listing_countries"] for row in rows)
