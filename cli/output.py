@@ -158,6 +158,34 @@ def _csv_field(value: Any) -> Any:
     return plain
 
 
+def flattened(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """One JSON object as one CSV row: a nested object's fields become ``outer.inner`` columns, in the JSON's order.
+
+    A list stays one cell (JSON text, as every CSV of costopt writes a list); an object that is null (no cloud
+    price when ``--rent-price`` is given) is one empty cell under its own name, since it has no fields to spread.
+    """
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            out.update(flattened(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def to_rounded_csv_row(data: Mapping[str, Any], *, exact: bool = False) -> str:
+    """A computed answer that is one JSON object (``breakeven``) as CSV: a header of dotted paths and one row, the
+    figures rounded as in its JSON (``to_rounded_json``); ``exact``: unrounded."""
+    import csv
+
+    row = flattened(data if exact else rounded(_plain(data)))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(list(row))
+    writer.writerow([_csv_field(v) for v in row.values()])
+    return buffer.getvalue()
+
+
 def to_json(data: Any) -> str:
     """JSON of data as it is (``sql``, ``prices``, ``history``: the warehouse's values, never rounded)."""
     return _dumps(_plain(data), indent=2, sort_keys=False, allow_nan=False)

@@ -45,7 +45,9 @@ def breakeven_command(
     exact: ExactOption = False,
 ) -> None:
     """Capex, opex and the rent they compete with: break-even at today's rent and along the rent trend."""
-    from cli.output import print_table, say, to_rounded_json
+    import sys
+
+    from cli.output import print_table, say, to_rounded_csv_row, to_rounded_json
     from cli.warehouse_access import open_for_reading
     from optimizer import inputs
     from optimizer.breakeven import Inputs
@@ -82,8 +84,11 @@ def breakeven_command(
     )
     result, along, at_median = answer.today, answer.along_trend, answer.at_history_median
     data = answer.as_dict()
-    if format is not Format.table:
+    if format is Format.json:
         print(to_rounded_json(data, exact=exact))
+        return
+    if format is Format.csv:  # the JSON's one object flattened: dotted columns (cli/output.flattened), one row
+        sys.stdout.write(to_rounded_csv_row(data, exact=exact))
         return
 
     a = data["assumptions"]

@@ -211,3 +211,55 @@ def test_plan_csv_carries_every_figure_of_the_json(seeded):
             assert row[CSV_NAME.get(key, key)] == cell(option[key]), (key, row, option)
     assert {row["source"] for row in rows} >= {"https://console.vast.ai/api/v0/bundles/"}
     assert any(row["listing_countries"] for row in rows)
+
+
+def _flat(data: dict, prefix: str = "") -> dict:
+    out: dict = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out |= _flat(value, f"{prefix}{key}.")
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _csv_cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return json.dumps(value)
+    return str(value)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--gpu", "H100", "--count", "8"),  # the rent and its trend from the warehouse: nested objects all filled
+        ("--gpu", "H100", "--rent-price", "1.09", "--rent-trend", "0"),  # no warehouse read: null objects
+    ],
+)
+def test_breakeven_csv_is_the_json_flattened(seeded, args):
+    """``breakeven --format csv`` printed the JSON document (exit 0) though --help offers csv."""
+    import csv
+    import io
+
+    from tests.conftest import run_costopt
+
+    data = json.loads(run_costopt("breakeven", *args, "-f", "json", env=seeded).stdout)
+    out = run_costopt("breakeven", *args, "-f", "csv", env=seeded)
+    assert out.returncode == 0, out.stderr
+    rows = list(csv.reader(io.StringIO(out.stdout)))
+    assert len(rows) == 2  # a header and one row, as the JSON is one object
+    flat = _flat(data)
+    assert rows[0] == list(flat)  # dotted paths, in the JSON's order
+    assert rows[1] == [_csv_cell(v) for v in flat.values()]
+    got = dict(zip(*rows, strict=True))
+    assert got["assumptions.gpu"] == "H100-SXM" and got["capex_usd"] == "312000.0"
+    if "--rent-price" in args:
+        assert got["rent.source"] == "--rent-price" and got["rent.cloud_on_demand"] == ""
+        assert got["months_needed"] == "125.7" and got["rent_trend.basis"] == "override"
+    else:
+        assert got["rent.cloud_on_demand.from"].startswith("cheapest cloud on-demand: lambda")
+        assert json.loads(got["rent_trend.providers"]) == data["rent_trend"]["providers"]
