@@ -583,14 +583,13 @@ _NUMBERS = re.compile(r"\d[\d.,]*")
 
 def _refuse_absurd(rows: list[_Option]) -> None:
     """Refuse a job whose fastest option takes longer than MAX_WALL_YEARS: almost surely a typo in the inputs."""
+    from optimizer.absurd import refuse_absurd_wall_time
+
     fastest = min(rows, key=_WALL)
-    years = fastest.wall_expected / defaults.HOURS_PER_YEAR
-    if years > defaults.MAX_WALL_YEARS.value:
-        gpus = fastest.gpus_per_instance * fastest.instances
-        raise UsageError(
-            f"the job would take {years:.3g} years even on its fastest option ({gpus} x {fastest.gpu}), "
-            f"more than {defaults.MAX_WALL_YEARS.value:g} years: check --tokens and --model (or raise --max-gpus)"
-        )
+    gpus = fastest.gpus_per_instance * fastest.instances
+    refuse_absurd_wall_time(
+        fastest.wall_expected, on=f"even on its fastest option ({gpus} x {fastest.gpu})", remedy="or raise --max-gpus"
+    )
 
 
 _WALL = attrgetter("wall_expected")
