@@ -14,7 +14,8 @@ from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from pathlib import Path
 
-from scraper.refresh import Outcome, Progress, refresh
+from scraper.refresh import Cancelled, Outcome, Progress, refresh
+from warehouse.errors import CostoptError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ALERTS = 0, 1, 2, 3
 EXIT_PUBLISH_FAILED = 4
@@ -51,7 +52,14 @@ def run_job(
 
         check_url(notify)
     started = datetime.now(UTC)
-    outcomes = refresh(db_path, providers, replay=replay, progress=progress, cancel=cancel, accept_drop=accept_drop)
+    try:
+        outcomes = refresh(db_path, providers, replay=replay, progress=progress, cancel=cancel, accept_drop=accept_drop)
+    except CostoptError as exc:
+        # the run failed as a whole (the warehouse busy past the wait, damaged, not a warehouse): nothing is
+        # in `costopt runs` to show it, so the webhook is the only place a lost night is seen
+        if notify and not isinstance(exc, Cancelled):
+            _notify_whole_run_failed(notify, exc.one_line(), started=started, db=db_path, say=say)
+        raise
     code = exit_code(outcomes, requested=bool(providers))
     for o in outcomes:
         say(
@@ -87,3 +95,12 @@ def run_job(
             problem = post(notify, body)
             say(problem or f"notified {public_host(notify)}")  # the URL itself is a secret (Slack, Teams)
     return outcomes, code
+
+
+def _notify_whole_run_failed(url: str, error: str, *, started: datetime, db: Path, say: Callable[[str], None]) -> None:
+    from scraper.notify import post, public_host, summary
+
+    body = summary([], started_at=started, db=str(db), exit_code=EXIT_FAILED)
+    body["failures"].append({"provider": "all", "status": "failed", "error": error})
+    problem = post(url, body)
+    say(problem or f"notified {public_host(url)}")

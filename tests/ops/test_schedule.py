@@ -359,3 +359,158 @@ def test_a_stop_while_idle_says_so_and_ctrl_c_exits_130(tmp_path, signum, code, 
     name = signal.Signals(signum).name
     assert (proc.returncode, stderr) == (code, err)
     assert f"{name}: no run in progress, exiting" in out and "stopped after 0 run(s)" in out
+
+
+@pytest.mark.parametrize(
+    ("field", "days"),
+    [("1", "mon"), ("1-5", "mon,tue,wed,thu,fri"), ("0", "sun"), ("7", "sun"), ("0,6", "sun,sat"),
+     ("sat-sun", "sun,sat"), ("5-7", "sun,fri,sat"), ("*/2", "sun,tue,thu,sat"), ("0-6", "*"), ("MON", "mon")],
+)  # fmt: skip
+def test_cron_weekdays_mean_what_crontab_means(field, days):
+    """APScheduler 3 reads crontab weekday numbers as 0 = Monday: '0 3 * * 1' fired on Tuesdays."""
+    from scraper.schedule import crontab_weekdays
+
+    assert crontab_weekdays(field) == days
+
+
+def test_a_monday_cron_fires_on_monday():
+    from datetime import UTC, datetime
+
+    trigger = make_trigger("0 3 * * 1", None, "UTC", 0)
+    sunday = datetime(2026, 11, 29, 4, tzinfo=UTC)
+    first = trigger.get_next_fire_time(None, sunday)
+    assert first == datetime(2026, 11, 30, 3, tzinfo=UTC) and first.strftime("%a") == "Mon"
+    with pytest.raises(UsageError, match="unknown weekday"):
+        make_trigger("0 3 * * 8", None, "UTC", 0)
+
+
+def _firings(trigger, start, count):  # type: ignore[no-untyped-def]
+    """The next ``count`` firings in UTC, to the minute (the jitter, at most 120 s here, taken off)."""
+    from datetime import UTC, timedelta
+
+    out, previous = [], None
+    for _ in range(count):
+        previous = trigger.get_next_fire_time(previous, previous or start)
+        on_time = previous.astimezone(UTC) - timedelta(seconds=(previous.minute % 30) * 60 + previous.second)
+        out.append(on_time.strftime("%m-%d %H:%M"))
+    return out
+
+
+@pytest.mark.parametrize("jitter", [0, 120])
+def test_a_nightly_cron_fires_once_on_the_night_the_clocks_go_back(jitter):
+    """APScheduler fired '30 2 * * *' in Europe/Berlin at 02:30 summer time and again at 02:30 winter time."""
+    from datetime import UTC, datetime
+
+    trigger = make_trigger("30 2 * * *", None, "Europe/Berlin", jitter)
+    autumn = _firings(trigger, datetime(2027, 10, 29, tzinfo=UTC), 4)
+    assert autumn == ["10-29 00:30", "10-30 00:30", "10-31 00:30", "11-01 01:30"]  # 31 Oct: once, at 02:30 CEST
+    spring = _firings(trigger, datetime(2027, 3, 26, tzinfo=UTC), 4)
+    assert spring == ["03-26 01:30", "03-27 01:30", "03-28 01:30", "03-29 00:30"]
+    hourly = make_trigger("30 * * * *", None, "Europe/Berlin", 0)  # an hourly job runs in both repeated hours
+    assert _firings(hourly, datetime(2027, 10, 30, 23, tzinfo=UTC), 4) == [
+        "10-30 23:30", "10-31 00:30", "10-31 01:30", "10-31 02:30"]  # fmt: skip
+
+
+def _started(args):  # type: ignore[no-untyped-def]
+    return subprocess.Popen(costopt_command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+
+
+@pytest.mark.slow
+def test_a_second_schedule_on_the_same_warehouse_is_refused(tmp_path):
+    db = str(tmp_path / "wh.duckdb")
+    args = ["schedule", "--every", "1h", "--replay", str(REPO / "fixtures"), "--db", db]
+    first = _started(args)
+    try:
+        assert "first run at" in first.stdout.readline()
+        second = subprocess.run(costopt_command(*args), capture_output=True, text=True, cwd=REPO, timeout=60)
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=60)
+    assert second.returncode == 2 and second.stdout == ""
+    assert second.stderr == (
+        f"costopt: error: another costopt schedule (PID {first.pid}) already refreshes {db}; stop it first\n"
+    )
+    again = _started(args)
+    try:
+        assert "first run at" in again.stdout.readline()  # the lock went with the process: never stale
+    finally:
+        again.send_signal(signal.SIGTERM)
+        again.communicate(timeout=60)
+
+
+def test_a_file_that_is_not_a_warehouse_is_refused_at_start(tmp_path):
+    db = tmp_path / "notes.duckdb"
+    db.write_text("not a database\n")
+    out = subprocess.run(costopt_command("schedule", "--db", str(db)), capture_output=True, text=True, cwd=REPO,
+                         timeout=60)  # fmt: skip
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr == f"costopt: error: {db} is not a costopt warehouse (not a valid DuckDB file); left untouched\n"
+
+
+def test_a_run_that_found_the_warehouse_busy_is_tried_again():
+    from warehouse.errors import WarehouseLocked
+
+    calls = []
+
+    def job(stop):
+        calls.append(time.monotonic())
+        if len(calls) == 1:
+            raise WarehouseLocked("wh.duckdb is busy: held by PID 1 for more than 30s")
+        return 0
+
+    lines = []
+    schedule = Schedule(job, make_trigger(None, "1h", "UTC", 0), run_now=True, log=lines.append)
+    schedule.retry_seconds = 0.5
+    thread = threading.Thread(target=schedule.scheduler.start, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while len(calls) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        schedule.request_stop()
+        thread.join(5)
+    assert len(calls) == 2 and 0.4 <= calls[1] - calls[0] <= 5
+    assert any("retry 1 of 3" in line and "the warehouse was busy" in line for line in lines)
+    assert schedule.retries == 0  # the retry succeeded
+
+
+def test_a_whole_run_failure_reaches_the_webhook(tmp_path):
+    """A run that fails before any provider is loaded leaves nothing in `costopt runs`: the webhook must say so."""
+    from warehouse.errors import WarehouseError
+
+    db = tmp_path / "notes.duckdb"
+    db.write_text("not a database\n")
+    _Hook.bodies.clear()
+    server = HTTPServer(("127.0.0.1", 0), _Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    lines = []
+    try:
+        with pytest.raises(WarehouseError, match="not a costopt warehouse"):
+            run_job(db, ["fake"], replay=record_dir(tmp_path, ITEMS), notify=f"http://127.0.0.1:{server.server_port}/h",
+                    log=lines.append)  # fmt: skip
+    finally:
+        server.shutdown()
+    [body] = _Hook.bodies
+    assert body["exit_code"] == 1 and body["ok"] == []
+    assert body["failures"] == [
+        {"provider": "all", "status": "failed", "error": f"{db} is not a costopt warehouse (not a valid DuckDB file); "
+         "left untouched"}]  # fmt: skip
+    assert lines == [f"notified 127.0.0.1:{server.server_port}"]
+
+
+def test_the_log_survives_a_reader_of_stdout_that_went_away(monkeypatch, capsys):
+    from scraper.schedule import _resilient_log
+
+    class Gone:
+        def write(self, _text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", Gone())
+    log = _resilient_log()
+    log("2026-11-29T03:00:00Z aws ok")
+    log("2026-11-29T03:00:01Z pruned 0 raw payload file(s)")
+    assert capsys.readouterr().err == "2026-11-29T03:00:00Z aws ok\n2026-11-29T03:00:01Z pruned 0 raw payload file(s)\n"
