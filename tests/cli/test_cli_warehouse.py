@@ -192,3 +192,17 @@ def test_breakeven_says_its_rent_is_derived_data_and_of_when(recorded):
     out = costopt("breakeven", "--db", str(recorded), "--gpu", "H100", "--count", "8", "--format", "json")
     assert out.returncode == 0, out.stderr
     assert "cheapest cloud on-demand: lambda us gpu_8x_h100_sxm5 (derived data, as of 2026-09-02)" in out.stdout
+
+
+def test_sql_keeps_every_column_of_a_repeated_name(seeded):
+    """Two columns named alike each keep their own value, in order; the repeat is renamed as DuckDB renames it."""
+    query = "SELECT 1 AS a, 2 AS a, 'x' AS gpu, gpu FROM current_prices WHERE provider = 'lambda'"
+    table = costopt("sql", "--db", str(seeded), query)
+    assert table.returncode == 0, table.stderr
+    header, _rule, row = table.stdout.splitlines()[:3]
+    assert header.split() == ["a", "a_1", "gpu", "gpu_1"] and row.split() == ["1", "2", "x", "H100-SXM"]
+    csv = costopt("sql", "--db", str(seeded), query, "-f", "csv").stdout
+    assert csv == "a,a_1,gpu,gpu_1\n1,2,x,H100-SXM\n"
+    assert json.loads(costopt("sql", "--db", str(seeded), query, "-f", "json").stdout) == [
+        {"a": 1, "a_1": 2, "gpu": "x", "gpu_1": "H100-SXM"}
+    ]
