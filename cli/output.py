@@ -253,7 +253,12 @@ def to_rounded_json(data: Any, *, exact: bool = False) -> str:
 # --- number formatting for tables -------------------------------------------------------------------
 
 
-def _decimals_needed(value: float, most: int) -> int:
+def _decimals_needed(value: Any, most: int) -> int:
+    if isinstance(value, int):
+        return 0
+    if _decimal(value):  # exact: its own digits, no float noise to tolerate
+        exponent = value.normalize().as_tuple().exponent
+        return min(most, max(0, -exponent)) if isinstance(exponent, int) else 0
     for d in range(most + 1):
         if abs(round(value, d) - value) <= 1e-9 * max(1.0, abs(value)):
             return d
@@ -262,11 +267,10 @@ def _decimals_needed(value: float, most: int) -> int:
 
 def number_format(values: Iterable[Any], kind: str) -> Any:
     """A formatter for one column's values, so the whole column shares one number of decimals."""
-    floats = [float(v) for v in values if _number(v)]
-    floats = [v for v in floats if math.isfinite(v)]
+    finite = [v for v in values if _number(v) and math.isfinite(float(v))]
     low, high = (2, 4) if kind == "money" else (0, 4)
-    decimals = max([low, *(_decimals_needed(v, high) for v in floats)]) if floats else low
-    if kind == "money" and floats and max(abs(v) for v in floats) >= 100:
+    decimals = max([low, *(_decimals_needed(v, high) for v in finite)]) if finite else low
+    if kind == "money" and finite and max(abs(float(v)) for v in finite) >= 100:
         decimals = min(decimals, 2)  # $98.32 an hour: cents are enough beside it
 
     def fmt(value: Any) -> str:
@@ -277,11 +281,16 @@ def number_format(values: Iterable[Any], kind: str) -> Any:
         number = float(value)
         if not math.isfinite(number):
             return str(number)
-        if kind in ("int", "count") or (kind == "number" and decimals == 0 and number == int(number)):
-            return f"{int(number):,}" if kind != "int" else str(int(number))
+        # an int or a Decimal is formatted as itself: through a float, a BIGINT above 2**53 (9007199254740993)
+        # or a HUGEINT printed a neighbour (...992) while JSON and CSV had it right
+        exact = value if isinstance(value, int) or _decimal(value) else number
+        if kind in ("int", "count") or (kind == "number" and decimals == 0 and exact == int(exact)):
+            return f"{int(exact):,}" if kind != "int" else str(int(exact))
         if number != 0 and abs(number) < 10 ** (-decimals) / 2:
             return f"{number:.3g}"  # too small for the column's decimals: say it, don't print 0.0000
-        return f"{number:,.{decimals}f}"
+        if isinstance(exact, int):  # format(int, ".2f") goes through a float too
+            return f"{exact:,}" + (f".{'0' * decimals}" if decimals else "")
+        return f"{exact:,.{decimals}f}"
 
     return fmt
 

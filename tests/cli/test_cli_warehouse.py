@@ -206,3 +206,21 @@ def test_sql_keeps_every_column_of_a_repeated_name(seeded):
     assert json.loads(costopt("sql", "--db", str(seeded), query, "-f", "json").stdout) == [
         {"a": 1, "a_1": 2, "gpu": "x", "gpu_1": "H100-SXM"}
     ]
+
+
+def test_sql_table_shows_integers_beyond_a_float_exactly(seeded):
+    """2**53 + 1 and the largest HUGEINT, as JSON and CSV give them (through a float they were ...992 and ...728)."""
+    query = (
+        "SELECT 9007199254740993::BIGINT AS n, 170141183460469231731687303715884105727::HUGEINT AS h, "
+        "-9007199254740993::HUGEINT AS m"
+    )
+    out = costopt("sql", "--db", str(seeded), query)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[2].split() == [
+        "9007199254740993",
+        "170141183460469231731687303715884105727",
+        "-9007199254740993",
+    ]
+    assert costopt("sql", "--db", str(seeded), query, "-f", "csv").stdout.splitlines()[1] == (
+        "9007199254740993,170141183460469231731687303715884105727,-9007199254740993"
+    )

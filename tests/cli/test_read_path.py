@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.output import Column, emit, print_table
+from cli.output import Column, emit, format_cells, print_table
 from tests.conftest import REPO, same_answer
 
 READS = [
@@ -189,3 +189,20 @@ def test_empty_results_say_none_and_footers_say_what_was_cut(monkeypatch):
     lines = out.getvalue().splitlines()
     assert [re.split(r" {2,}", line.strip()) for line in lines[2:4]] == [["1.5", "x"], ["10.0", "y"]]
     assert lines[-2:] == ["2 rows", "showing 2 of 7; --limit to change"]
+
+
+def test_table_numbers_are_formatted_from_the_exact_value():
+    """Counts, figures beside decimals and DECIMALs keep every digit (a float holds 2**53 + 1 as 2**53)."""
+    from decimal import Decimal
+
+    big = 2**53 + 1
+    rows = [
+        {"n": big, "mixed": big, "d": Decimal("123456789012345678901234.56")},
+        {"n": 1, "mixed": 0.25, "d": Decimal("1.5")},
+    ]
+    columns = [Column("n", kind="count"), Column("mixed", kind="number"), Column("d")]
+    cells, _ = format_cells(rows, columns)
+    assert cells == [
+        ["9,007,199,254,740,993", "9,007,199,254,740,993.00", "123,456,789,012,345,678,901,234.56"],
+        ["1", "0.25", "1.50"],
+    ]
