@@ -71,11 +71,12 @@ def run_job(
             say(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} {o.provider} alert {alert.severity}: {alert.message}")
     if keep_raw_days is not None:
         from warehouse.db import open_warehouse
+        from warehouse.paths import raw_dir
         from warehouse.prune import prune_raw
 
         con = open_warehouse(db_path)
         try:
-            files, freed = prune_raw(con, keep_raw_days)
+            files, freed = prune_raw(con, raw_dir(db_path), keep_raw_days)
         finally:
             con.close()
         say(f"pruned {files} raw payload file(s), {freed / 1e6:.1f} MB, older than {keep_raw_days} days")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from scraper.base import RawPayload
 from warehouse.load import RawRow
+from warehouse.paths import raw_relative
 
 COMPRESS_BELOW = 64 * 1024 * 1024
 
@@ -27,7 +28,10 @@ def _sha256_file(path: Path) -> str:
 
 
 def store(root: Path, payload: RawPayload) -> RawRow:
-    """Write ``payload`` under ``root`` (atomically: ``.part`` then rename) and describe it."""
+    """Write ``payload`` under ``root`` (atomically: ``.part`` then rename) and describe it.
+
+    The path recorded is relative to ``root`` (``warehouse.paths.raw_relative``), so it follows the warehouse.
+    """
     if payload.not_modified:
         return RawRow(payload.url, payload.fetched_at, payload.status, None, 0, None, True, payload.scope)
     if payload.path is not None:
@@ -39,7 +43,14 @@ def store(root: Path, payload: RawPayload) -> RawRow:
             shutil.copyfile(payload.path, part)
             os.replace(part, target)
         return RawRow(
-            payload.url, payload.fetched_at, payload.status, sha, payload.size, str(target), False, payload.scope
+            payload.url,
+            payload.fetched_at,
+            payload.status,
+            sha,
+            payload.size,
+            raw_relative(root, target),
+            False,
+            payload.scope,
         )
     sha = hashlib.sha256(payload.body).hexdigest()
     target = root / sha[:2] / (f"{sha}.gz" if len(payload.body) < COMPRESS_BELOW else f"{sha}.raw")
@@ -53,7 +64,14 @@ def store(root: Path, payload: RawPayload) -> RawRow:
             part.write_bytes(payload.body)
         os.replace(part, target)
     return RawRow(
-        payload.url, payload.fetched_at, payload.status, sha, len(payload.body), str(target), False, payload.scope
+        payload.url,
+        payload.fetched_at,
+        payload.status,
+        sha,
+        len(payload.body),
+        raw_relative(root, target),
+        False,
+        payload.scope,
     )
 
 

@@ -22,8 +22,10 @@ from scraper.replay import Origin, apply_origin
 from warehouse.errors import CostoptError
 
 
-def _payloads(con, run_id: int) -> list[RawPayload]:  # type: ignore[no-untyped-def]
+def _payloads(con, run_id: int, root: Path) -> list[RawPayload]:  # type: ignore[no-untyped-def]
+    """The payloads of run ``run_id``, read from ``root`` (this warehouse's raw folder; ``raw_file``)."""
     from scraper.rawstore import read
+    from warehouse.paths import raw_file
 
     payloads = []
     for url, fetched_at, status, path, not_modified, scope in con.execute(
@@ -33,9 +35,9 @@ def _payloads(con, run_id: int) -> list[RawPayload]:  # type: ignore[no-untyped-
         if not_modified:
             payloads.append(RawPayload(url, fetched_at, status, not_modified=True, scope=tuple(scope or ())))
             continue
-        if path is None or not Path(path).exists():
+        file = raw_file(root, path) if path is not None else None
+        if file is None:
             raise CostoptError(f"raw payload {url} of run {run_id} is no longer stored (pruned?)")
-        file = Path(path)
         if file.suffix == ".raw":
             payloads.append(RawPayload(url, fetched_at, status, path=file, scope=tuple(scope or ())))
         else:
@@ -60,6 +62,7 @@ def reparse(
     from warehouse.alerts import Alert, record
     from warehouse.db import open_warehouse
     from warehouse.load import RunRecord, load_run
+    from warehouse.paths import raw_dir
     from warehouse.volume import check, min_share, suspect_message
 
     names = list(providers or NAMES)
@@ -81,7 +84,7 @@ def reparse(
                 continue
             started, clock = datetime.now(UTC), time.monotonic()
             try:
-                payloads = _payloads(con, row)
+                payloads = _payloads(con, row, raw_dir(db_path))
                 provider = provider_class(name).from_env(environ, replay=True)
                 result, unknown, notes = parse_and_validate(provider, payloads)
                 counts, carried = provider.scope_counts(result)

@@ -29,6 +29,47 @@ def raw_dir(db_path: Path) -> Path:
     return db_path.parent / f"{db_path.stem}.raw"
 
 
+def raw_relative(root: Path, file: Path) -> str:
+    """How ``raw_payloads.path`` records a file kept under the raw folder ``root``: relative to it (``ab/<sha>.gz``).
+
+    Absolute paths, recorded until this was fixed, tied a warehouse to the folder it was written beside: a copy's
+    ``--keep-raw-days`` deleted the original's files, and a warehouse moved with its ``.raw/`` lost them all.
+    """
+    return file.relative_to(root).as_posix()
+
+
+def raw_own_file(root: Path, stored: str) -> Path | None:
+    """The file in the raw folder ``root`` (this warehouse's) that holds the payload recorded as ``stored``.
+
+    Every kept file sits at ``<raw folder>/<first two hex digits of its sha256>/<sha256>.<ext>``, so the last two
+    parts of any recorded path place it here: a relative path (``ab/<sha>.gz``) and an older absolute one (or one
+    relative to the working directory of the refresh that wrote it) alike. None when ``stored`` does not end in
+    that layout (a hand-edited row): then nothing of this warehouse's holds it, and nothing may be deleted for it.
+    """
+    parts = Path(stored).parts
+    if len(parts) < 2 or len(parts[-2]) != 2 or any(c not in "0123456789abcdef" for c in parts[-2]):
+        return None
+    if not parts[-1].startswith(parts[-2]) or "/" in parts[-1] or parts[-1] in (".", ".."):
+        return None
+    return root / parts[-2] / parts[-1]
+
+
+def raw_file(root: Path, stored: str) -> Path | None:
+    """Where to read the payload recorded as ``stored``, or None when it is no longer kept.
+
+    This warehouse's own copy first; else, for a row recorded before paths were relative, the path it recorded if
+    that file still exists (a copied warehouse reads the original's files; it never deletes them, see
+    ``warehouse.prune``). A file is named by its content's hash, so both hold the same bytes.
+    """
+    own = raw_own_file(root, stored)
+    if own is not None and own.is_file():
+        return own
+    recorded = Path(stored)
+    if (recorded.is_absolute() or len(recorded.parts) > 2) and recorded.is_file():  # never ab/<sha>: cwd's
+        return recorded
+    return None
+
+
 def snapshot_dir() -> Path:
     """The bundled snapshot: ``fixtures/`` of the source tree, shipped in the wheel as warehouse/snapshot."""
     packaged = Path(__file__).parent / "snapshot"

@@ -2,6 +2,11 @@
 
 Only the files go; the ``raw_payloads`` rows stay (with ``path`` cleared) so the run log still says
 what was fetched, when, and its hash. Content shared with a newer run is kept.
+
+Only files in this warehouse's own raw folder are ever deleted. A row recorded before paths were relative to
+that folder may name another warehouse's file (this one is a copy of it): such a row is counted as the file this
+warehouse would hold under its own folder (``warehouse.paths.raw_own_file``), and the other warehouse's file is
+left alone; the copy of a warehouse once emptied the original's folder.
 """
 
 from __future__ import annotations
@@ -10,29 +15,39 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from warehouse.paths import raw_own_file
+
 if TYPE_CHECKING:
     import duckdb
 
 
-def prune_raw(con: duckdb.DuckDBPyConnection, keep_days: int, now: datetime | None = None) -> tuple[int, int]:
-    """Return (files deleted, bytes freed)."""
+def prune_raw(
+    con: duckdb.DuckDBPyConnection, root: Path, keep_days: int, now: datetime | None = None
+) -> tuple[int, int]:
+    """Delete the files under ``root`` (this warehouse's raw folder) that only older runs use; (files, bytes)."""
     cutoff = (now or datetime.now(UTC)) - timedelta(days=keep_days)
-    old = con.execute(
-        """SELECT DISTINCT path FROM raw_payloads WHERE path IS NOT NULL AND fetched_at < ?
-           AND path NOT IN (SELECT path FROM raw_payloads WHERE path IS NOT NULL AND fetched_at >= ?)""",
-        [cutoff, cutoff],
+    rows = con.execute(
+        "SELECT path, bool_or(fetched_at >= ?) FROM raw_payloads WHERE path IS NOT NULL GROUP BY path", [cutoff]
     ).fetchall()
-    deleted = freed = 0
+    # one file may be recorded in two ways (relative, and absolute by an older costopt): kept if any run is recent
+    recent: dict[Path | None, bool] = {}
+    recorded: dict[Path | None, list[str]] = {}
+    for stored, is_recent in rows:
+        own = raw_own_file(root, stored)
+        recent[own] = recent.get(own, False) or bool(is_recent)
+        recorded.setdefault(own, []).append(stored)
+    old = [own for own, is_recent in recent.items() if not is_recent]
     if not old:
         return 0, 0
-    for (path,) in old:
-        file = Path(path)
-        if file.exists():
-            freed += file.stat().st_size
-            file.unlink()
+    deleted = freed = 0
+    for own in old:
+        if own is not None and own.is_file():
+            freed += own.stat().st_size
+            own.unlink()
             deleted += 1
+    # every old row forgets its file, a foreign one included: this warehouse no longer keeps that payload
     con.execute(
         "UPDATE raw_payloads SET path = NULL WHERE fetched_at < ? AND path IN (SELECT unnest(?))",
-        [cutoff, [p for (p,) in old]],
+        [cutoff, sorted(p for own in old for p in recorded[own])],
     )
     return deleted, freed

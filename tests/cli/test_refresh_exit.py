@@ -13,6 +13,7 @@ import duckdb
 
 from scraper.rawstore import read
 from tests.conftest import REPO
+from warehouse.paths import raw_dir
 
 PROVIDERS = ["aws", "azure", "coreweave", "gcp", "lambda", "vastai"]
 
@@ -47,6 +48,7 @@ def test_a_refresh_process_leaves_its_loads_and_raw_payloads_whole(tmp_path: Pat
     # and every raw payload it recorded is on disk, complete: its bytes hash to the name it was stored under
     assert len(payloads) >= len(PROVIDERS)
     for sha, size, path in payloads:
-        body = read(Path(path))
+        assert path == f"{sha[:2]}/{Path(path).name}"  # relative to the raw folder, so it moves with the warehouse
+        body = read(raw_dir(db) / path)
         assert len(body) == size
         assert hashlib.sha256(body).hexdigest() == sha
