@@ -106,7 +106,7 @@ def connect(
     if path.exists() and path.is_dir():
         raise WarehouseError(f"{path} is a directory, not a DuckDB file")
     if not read_only:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_directory(path)
     deadline = time.monotonic() + wait
     delay = 0.05
     told = False
@@ -142,6 +142,27 @@ def connect(
             raise from_duckdb(exc, path) from None
         _OPEN.add(con)
         return con
+
+
+def _make_directory(path: Path) -> None:
+    """Create the directory the warehouse ``path`` goes in, or say in one line why it cannot be.
+
+    A file where a directory should be (``COSTOPT_DATA_DIR`` naming a file), a directory that cannot be written or
+    created (``HOME=/proc``) are settings to fix, not bugs: they used to reach the CLI's catch-all as
+    ``unexpected FileExistsError``.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        blocker = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
+        if blocker is not None and not blocker.is_dir():
+            why = f"{blocker} is a file, not a directory"
+        else:
+            why = (exc.strerror or type(exc).__name__).lower()
+        raise WarehouseError(
+            f"cannot create the directory {path.parent} for the warehouse: {why}",
+            hint="choose another place with --db, COSTOPT_DB or COSTOPT_DATA_DIR",
+        ) from None
 
 
 def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> object:

@@ -224,3 +224,23 @@ def test_sql_table_shows_integers_beyond_a_float_exactly(seeded):
     assert costopt("sql", "--db", str(seeded), query, "-f", "csv").stdout.splitlines()[1] == (
         "9007199254740993,170141183460469231731687303715884105727,-9007199254740993"
     )
+
+
+@pytest.mark.parametrize(
+    ("setting", "command"),
+    [
+        ("COSTOPT_DATA_DIR", ["prices", "--limit", "1"]),  # the default warehouse, created on first use
+        ("COSTOPT_DB", ["refresh", "--replay", "fixtures/", "--provider", "lambda"]),
+    ],
+)
+def test_a_data_directory_that_cannot_be_created_is_one_clear_line(tmp_path, setting, command):
+    """A file where the data directory should be: the path and what is wrong (it was ``unexpected FileExistsError``)."""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    value = str(blocker) if setting == "COSTOPT_DATA_DIR" else str(blocker / "wh.duckdb")
+    out = costopt(*command, env={"COSTOPT_DATA_DIR": str(tmp_path / "unused"), setting: value})
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr == (
+        f"costopt: error: cannot create the directory {blocker} for the warehouse: {blocker} is a file, not a directory"
+        " (choose another place with --db, COSTOPT_DB or COSTOPT_DATA_DIR)\n"
+    )

@@ -117,6 +117,20 @@ def test_a_foreign_duckdb_database_is_not_touched(db_path):
         open_warehouse(db_path)
 
 
+@pytest.mark.parametrize("below", [None, "deeper"])
+def test_a_file_where_the_directory_should_be_is_named(tmp_path, below):
+    blocker = tmp_path / "file"
+    blocker.write_text("in the way")
+    directory = blocker / below if below else blocker
+    with pytest.raises(WarehouseError) as raised:
+        open_warehouse(directory / "wh.duckdb")
+    assert raised.value.one_line() == (
+        f"cannot create the directory {directory} for the warehouse: {blocker} is a file, not a directory "
+        "(choose another place with --db, COSTOPT_DB or COSTOPT_DATA_DIR)"
+    )
+    assert blocker.read_text() == "in the way"
+
+
 def test_read_only_open_of_a_missing_file_does_not_create_it(db_path):
     with pytest.raises(WarehouseError, match="no warehouse"):
         open_warehouse(db_path, read_only=True)
