@@ -81,8 +81,26 @@ def canonical_gpu(description: str, vram_gb: float | None = None) -> str | None:
 
 
 def _number(text: str) -> float | None:
+    """The first figure in a spec cell ("180 GB", "2900 GiB", "208"); never used for a price (see ``_price``)."""
     match = re.search(r"\d[\d,]*(?:\.\d+)?", text)
     return float(match.group().replace(",", "")) if match else None
+
+
+# a price cell is one dollar amount and nothing else (a footnote mark may follow), as CoreWeave's parse_price
+_PRICE = re.compile(r"\$\s*(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*\**")
+
+
+def _price(text: str) -> float | None:
+    """USD figure of a page price cell ("$3.99"); None for anything that is not exactly one amount.
+
+    Searching the cell for its first number read ``$-3.99`` as 3.99, ``Was $4.49 now $3.99`` as 4.49
+    and ``8x $2.99`` as 8: a whole page of negative prices then loaded as yesterday's prices
+    confirmed. Which figure of a cell holding several is the price would be a guess, so none is.
+    """
+    match = _PRICE.fullmatch(text.strip())
+    if match is None:
+        return None
+    return float(match.group(1).replace(",", "") + (match.group(2) or ""))
 
 
 def _gib(text: str) -> float | None:
@@ -225,7 +243,7 @@ class LambdaProvider(Provider):
             str(td.get("data-label") or "").strip().upper(): td.get_text(" ", strip=True) for td in row.find_all("td")
         }
         price_text = next((v for k, v in cells.items() if k.startswith("PRICE")), "")
-        per_gpu = _number(price_text) if "$" in price_text else None
+        per_gpu = _price(price_text)
         count = self._gpu_count(row)
         vram = _number(cells.get("VRAM/GPU", ""))
         gpu = canonical_gpu(plan, vram)
@@ -235,8 +253,12 @@ class LambdaProvider(Provider):
         if count is None:
             result.skip("no GPU count", plan)
             return None
+        if per_gpu is None and "$" in price_text:
+            # a dollar figure that is not one plain amount (negative, two of them): the page changed, not the offer
+            result.skip("unreadable price", f"{count}x {plan}: {price_text!r}")
+            return None
         if per_gpu is None or per_gpu <= 0:
-            result.skip("no price", f"{count}x {plan}: {price_text!r}")
+            result.skip("no price", f"{count}x {plan}: {price_text!r}")  # "Sold out", "Contact sales", $0
             return None
         vcpus = _number(cells.get("VCPUS", ""))
         memory = _gib(cells.get("RAM", ""))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+from collections import Counter
 from pathlib import Path
 
 import httpx
@@ -170,3 +172,50 @@ def test_an_unchanged_page_carries_yesterdays_prices():
     unchanged = RawPayload(url=PAGE, fetched_at=T0, status=304, not_modified=True)
     result = LambdaProvider.from_env({}).parse([unchanged])
     assert result.prices == [] and result.carried == {("all", "on_demand")}
+
+
+PRICE_CELL = '<td data-label="PRICE/GPU/HR*">$3.99</td>'  # the 8x H100 SXM row of the recorded page
+
+
+@pytest.mark.parametrize(
+    ("cell", "per_gpu"),
+    [
+        ("$3.99", 3.99),
+        ("$ 3.99", 3.99),
+        ("$3.99*", 3.99),  # a footnote mark
+        ("$1,003.99", 1003.99),
+        ("$-3.99", None),  # a negative figure is no price, never its absolute value
+        ("-$3.99", None),
+        ("Was $4.49 now $3.99", None),  # two figures: which one holds is a guess
+        ("8x $2.99", None),  # a count before the price: not 8 dollars
+        ("$3.99 - $4.49", None),
+        ("$0.00", None),
+    ],
+)
+def test_a_page_price_cell_is_exactly_one_positive_dollar_amount(cell, per_gpu):
+    """A1: the page's price was read as the first number anywhere in the cell, sign dropped: a page of
+    ``$-3.99`` loaded as $3.99 and re-confirmed yesterday's prices (run ok, exit 0)."""
+    page = (FIXTURES / "pricing.html").read_text()
+    assert page.count(PRICE_CELL) == 1
+    before = LambdaProvider.from_env({}).parse([payload(PAGE, page)])
+    page = page.replace(PRICE_CELL, f'<td data-label="PRICE/GPU/HR*">{cell}</td>')
+    result = LambdaProvider.from_env({}).parse([payload(PAGE, page)])
+    got = prices(result)
+    others = {k: v for k, v in got.items() if k != "gpu_8x_h100_sxm"}
+    assert others == {k: v for k, v in prices(before).items() if k != "gpu_8x_h100_sxm"}  # read as before
+    if per_gpu is None:
+        assert "gpu_8x_h100_sxm" not in got
+        reason = "no price" if cell == "$0.00" else "unreadable price"
+        assert result.skipped == before.skipped + Counter({reason: 1})
+        assert f"{reason}: 8x NVIDIA H100 SXM: {cell!r}" in result.skipped_examples
+    else:
+        assert got["gpu_8x_h100_sxm"] == ("H100-SXM", 8, pytest.approx(per_gpu * 8))
+        assert result.skipped == before.skipped
+
+
+def test_a_page_whose_every_price_is_unreadable_fails_the_provider():
+    """Every price negative is a broken page, not 20 free offers: the provider fails, yesterday's prices stay."""
+    page = re.sub(r'(data-label="PRICE/GPU/HR\*">)\$', r"\1$-", (FIXTURES / "pricing.html").read_text())
+    assert "$-6.69" in page
+    with pytest.raises(ParseError, match=r"rows under 'Instances pricing' but none with a price"):
+        LambdaProvider.from_env({}).parse([payload(PAGE, page)])
