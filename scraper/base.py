@@ -124,6 +124,10 @@ class ParseResult:
     spot_risk: list[SpotRisk] = field(default_factory=list)
     # (region, pricing) pairs whose open prices stay open because their source was unchanged
     carried: set[tuple[str, str]] = field(default_factory=set)
+    # (region, instance_type, pricing) of offers whose row this run could not trust (refused by the shared
+    # invariants, or a price the parser could not read): a bad row is no news about the offer, so its open
+    # price is neither confirmed nor closed as "no longer listed" (an observation of the same offer wins)
+    held: set[tuple[str, str, str]] = field(default_factory=set)
     # upstream items the parser did not recognise, by a short reason ("unknown SKU", ...)
     skipped: Counter[str] = field(default_factory=Counter)
     skipped_examples: list[str] = field(default_factory=list)

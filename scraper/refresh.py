@@ -253,9 +253,15 @@ def parse_and_validate(provider: Provider, payloads: list[RawPayload]) -> tuple[
 
     result = provider.parse(payloads)
     kept, dropped, examples = validate(result.prices, catalog())
+    if len(kept) < len(result.prices):
+        # a refused row must not read as the offer's disappearance: the load would close its good price
+        valid = {id(r) for r in kept}
+        result.held |= {(r.region, r.instance_type, r.pricing) for r in result.prices if id(r) not in valid}
     result.prices = kept
     unknown = sum(result.skipped.values()) + sum(dropped.values())
     notes = [f"{count} skipped: {reason}" for reason, count in (result.skipped + dropped).most_common()]
+    if result.held:
+        notes.append(f"{len(result.held)} offer(s) not updated: their new row was rejected, any previous price kept")
     return result, unknown, notes + result.skipped_examples[:5] + examples[:5]
 
 
@@ -401,6 +407,7 @@ def _parse_one(entry: _Ready, kept: Future[list[RawRow]] | None, raw_root: Path,
         prices=result.prices,
         spot_risk=result.spot_risk,
         carried=result.carried,
+        held=result.held,
         unknown_items=unknown,
         notes="; ".join(notes) or None,
         raw=entry.raw,

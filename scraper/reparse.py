@@ -134,6 +134,7 @@ def reparse(
                     prices=apply_origin(result.prices, origin),
                     spot_risk=result.spot_risk,
                     carried=result.carried,
+                    held=result.held,
                     unknown_items=unknown,
                     notes=f"re-parse of run {row}; " + "; ".join(notes),
                     seconds=time.monotonic() - clock,

@@ -2,7 +2,8 @@
 
 Prices are stored as intervals. A run that sees the same price as the open interval only moves its
 ``last_seen``; a changed price closes the interval and opens a new one; an offer missing from a
-successful run is closed, unless its source was unchanged (``carried``) and so never re-read.
+successful run is closed, unless its source was unchanged (``carried``) and so never re-read, or
+its row was refused as invalid (``held``): then its open price is kept as it was, unconfirmed.
 Replaying the same records changes nothing, and an exception anywhere rolls everything back, so
 yesterday's prices survive today's failure.
 
@@ -21,7 +22,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -59,6 +60,8 @@ class RunRecord:
     prices: list[PriceRecord] = field(default_factory=list)
     spot_risk: list[SpotRisk] = field(default_factory=list)
     carried: set[tuple[str, str]] = field(default_factory=set)
+    # (region, instance_type, pricing) whose row was refused this run: the open price stays, unconfirmed
+    held: set[tuple[str, str, str]] = field(default_factory=set)
     unknown_items: int = 0
     notes: str | None = None
     raw: list[RawRow] = field(default_factory=list)
@@ -427,7 +430,8 @@ def _load_prices(
     )
     con.execute(
         """CREATE OR REPLACE TEMP TABLE _open AS
-           SELECT p.offer_id, p.pricing, p.usd_per_hour, p.valid_from, o.region, o.provider, r.run_id, r.obs
+           SELECT p.offer_id, p.pricing, p.usd_per_hour, p.valid_from, o.region, o.instance_type, o.provider,
+                  r.run_id, r.obs
            FROM prices p JOIN offers o USING (offer_id) JOIN _runs r ON r.provider = o.provider
            WHERE p.valid_to IS NULL"""
     )
@@ -499,20 +503,42 @@ def _load_prices(
             ("VARCHAR", [pricing for _, _, pricing in carried]),
         ],
     )
+    # held (its row refused as invalid): neither confirmed nor closed -- a bad row is no news about the offer
+    held = sorted((run.provider, *key) for run in runs for key in run.held)
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE _held (provider VARCHAR, region VARCHAR, instance_type VARCHAR, pricing VARCHAR)"
+    )
+    _bulk_insert(
+        con,
+        "INSERT INTO _held",
+        [("VARCHAR", [row[i] for row in held]) for i in range(4)],
+    )
     con.execute(
         """UPDATE prices p SET last_seen = x.obs, last_run = x.run_id
            FROM _open x JOIN _carried c ON c.provider = x.provider AND c.region = x.region AND c.pricing = x.pricing
            WHERE p.offer_id = x.offer_id AND p.pricing = x.pricing AND p.valid_to IS NULL
-           AND NOT EXISTS (SELECT 1 FROM _obs b WHERE b.offer_id = x.offer_id AND b.pricing = x.pricing)"""
+           AND NOT EXISTS (SELECT 1 FROM _obs b WHERE b.offer_id = x.offer_id AND b.pricing = x.pricing)
+           AND NOT EXISTS (SELECT 1 FROM _held h WHERE h.provider = x.provider AND h.region = x.region
+                           AND h.instance_type = x.instance_type AND h.pricing = x.pricing)"""
     )
     con.execute(
         """CREATE OR REPLACE TEMP TABLE _gone AS SELECT x.offer_id, x.pricing, x.valid_from, x.run_id, x.obs
            FROM _open x
            WHERE NOT EXISTS (SELECT 1 FROM _obs b WHERE b.offer_id = x.offer_id AND b.pricing = x.pricing)
            AND NOT EXISTS (SELECT 1 FROM _carried c WHERE c.provider = x.provider AND c.region = x.region
-                           AND c.pricing = x.pricing)"""
+                           AND c.pricing = x.pricing)
+           AND NOT EXISTS (SELECT 1 FROM _held h WHERE h.provider = x.provider AND h.region = x.region
+                           AND h.instance_type = x.instance_type AND h.pricing = x.pricing)"""
     )
     closed = dict(con.execute("SELECT run_id, count(*) FROM _gone GROUP BY run_id").fetchall())
+    # runs that kept an open price for a held offer: their change markers are not stored (see _insert_side_tables)
+    holding = {
+        run_id
+        for (run_id,) in con.execute(
+            """SELECT DISTINCT x.run_id FROM _open x JOIN _held h ON h.provider = x.provider AND h.region = x.region
+               AND h.instance_type = x.instance_type AND h.pricing = x.pricing"""
+        ).fetchall()
+    }
     con.execute(
         """UPDATE prices p SET valid_to = g.obs FROM _gone g
            WHERE p.offer_id = g.offer_id AND p.pricing = g.pricing AND p.valid_to IS NULL AND g.valid_from < g.obs"""
@@ -536,7 +562,7 @@ def _load_prices(
            FROM _obs WHERE offer_count IS NOT NULL"""
     )
     yield_to_scrape(con, [run.provider for run in runs])  # a scraped price wins over imported history
-    _insert_side_tables(con, loading)
+    _insert_side_tables(con, loading, holding)
     flags = Counter(run_id for (run_id,) in flagged)
     now = datetime.now(UTC)
     _bulk_insert(
@@ -569,14 +595,22 @@ def _load_prices(
     )
     con.execute(
         "DROP TABLE IF EXISTS _stage; DROP TABLE IF EXISTS _obs; DROP TABLE IF EXISTS _open; "
-        "DROP TABLE IF EXISTS _carried; DROP TABLE IF EXISTS _gone; DROP TABLE IF EXISTS _orphans; "
-        "DROP TABLE IF EXISTS _runs"
+        "DROP TABLE IF EXISTS _carried; DROP TABLE IF EXISTS _held; DROP TABLE IF EXISTS _gone; "
+        "DROP TABLE IF EXISTS _orphans; DROP TABLE IF EXISTS _runs"
     )
     return {run_id: (int(changed.get(run_id, 0)), int(closed.get(run_id, 0)), flags[run_id]) for _, run_id in loading}
 
 
-def _insert_side_tables(con: duckdb.DuckDBPyConnection, loading: list[tuple[RunRecord, int]]) -> None:
-    """Spot risk, conditional-GET validators, change markers, raw payloads and source counts of every run."""
+def _insert_side_tables(
+    con: duckdb.DuckDBPyConnection, loading: list[tuple[RunRecord, int]], holding: Collection[int] = ()
+) -> None:
+    """Spot risk, conditional-GET validators, change markers, raw payloads and source counts of every run.
+
+    A run in ``holding`` kept an offer's previous price because its new row was refused: its validators and
+    change markers are not stored, so the next run reads its documents again. With them, the same document
+    would come back as unchanged, its source would be carried forward, and carrying confirms every open
+    price of the source, the held one too, while the document still refuses it. The previous markers stay.
+    """
     risk = [(s, run_id) for run, run_id in loading for s in run.spot_risk]
     _bulk_insert(
         con,
@@ -595,7 +629,8 @@ def _insert_side_tables(con: duckdb.DuckDBPyConnection, loading: list[tuple[RunR
             ("VARCHAR", [s.source for s, _ in risk]),
         ],
     )
-    validators = [(run, url) for run, _ in loading for url in sorted(run.validators)]
+    marking = [(run, run_id) for run, run_id in loading if run_id not in holding]
+    validators = [(run, url) for run, _ in marking for url in sorted(run.validators)]
     _bulk_insert(
         con,
         "INSERT OR REPLACE INTO http_validators",
@@ -607,7 +642,7 @@ def _insert_side_tables(con: duckdb.DuckDBPyConnection, loading: list[tuple[RunR
             ("TIMESTAMPTZ", [run.observed_at for run, _ in validators]),
         ],
     )
-    state = [(run, key) for run, _ in loading for key in sorted(run.state)]
+    state = [(run, key) for run, _ in marking for key in sorted(run.state)]
     _bulk_insert(
         con,
         "INSERT OR REPLACE INTO provider_state",

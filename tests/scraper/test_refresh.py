@@ -198,3 +198,67 @@ def test_a_stop_during_the_fetch_leaves_no_unretrieved_asyncio_error(tmp_path, d
     gc.collect()
     assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
     assert current(db_path) == {"big": 40.0, "small": 0.7}
+
+
+@pytest.mark.parametrize(("usd", "reason"), [(900.0, "above ceiling"), (0.001, "below floor")])
+def test_a_row_rejected_by_validation_keeps_the_offers_previous_price(tmp_path, db_path, usd, reason):
+    """A3: a rejected row vanished from the run and the load closed that offer's price as "no longer
+    listed" (4 Lambda B200 rows over the ceiling closed 4 good prices). A rejected row says nothing about
+    the offer: its previous price stays current, neither confirmed (observed_at, last_seen) nor closed."""
+    yesterday = [
+        {"type": "big", "gpu": "H100-SXM", "count": 8, "usd": 40.0},
+        {"type": "small", "gpu": "L4", "count": 1, "usd": 0.7},
+    ]
+    [first] = refresh(db_path, ["fake"], replay=record_dir(tmp_path / "d1", yesterday))
+    assert first.status == "ok" and current(db_path) == {"big": 40.0, "small": 0.7}
+    today = [
+        {"type": "big", "gpu": "H100-SXM", "count": 8, "usd": 44.0},
+        {"type": "small", "gpu": "L4", "count": 1, "usd": usd},
+    ]
+    root = record_dir(tmp_path / "d2", today, etag='"v2"', recorded_at="2026-11-21T03:00:00Z")
+    [outcome] = refresh(db_path, ["fake"], replay=root)
+    assert (outcome.status, outcome.offers, outcome.prices_changed, outcome.prices_closed) == ("ok", 1, 1, 0)
+    assert outcome.unknown == 1
+    con = open_warehouse(db_path, read_only=True)
+    try:
+        rows = con.execute(
+            """SELECT instance_type, usd_per_hour, valid_from, valid_to, last_seen FROM price_history
+               ORDER BY instance_type, valid_from"""
+        ).fetchall()
+        observed = dict(con.execute("SELECT instance_type, observed_at FROM current_prices").fetchall())
+        notes = con.execute("SELECT notes FROM scrape_runs ORDER BY run_id DESC LIMIT 1").fetchone()[0]
+        alerts = [m for (m,) in con.execute("SELECT message FROM alerts").fetchall()]
+    finally:
+        con.close()
+    day1, day2 = datetime(2026, 11, 20, 3, tzinfo=UTC), datetime(2026, 11, 21, 3, tzinfo=UTC)
+    assert rows == [
+        ("big", 40.0, day1, day2, day1),
+        ("big", 44.0, day2, None, day2),
+        ("small", 0.7, day1, None, day1),  # still open, and not confirmed by a run that refused its row
+    ]
+    assert current(db_path) == {"big": 44.0, "small": 0.7}
+    assert observed == {"big": day2, "small": day1}
+    assert f"1 skipped: {reason}" in notes and "fake/r1/small/on_demand" in notes
+    assert "1 offer(s) not updated: their new row was rejected, any previous price kept" in notes
+    assert not any("no longer listed" in m for m in alerts)
+
+    def small_interval():
+        con = open_warehouse(db_path, read_only=True)
+        try:
+            query = "SELECT valid_from, valid_to, last_seen FROM price_history WHERE instance_type = 'small'"
+            return con.execute(query).fetchall()
+        finally:
+            con.close()
+
+    # the same document the next night: its ETag was not kept, so it is read again (a 304 would carry the
+    # source forward and confirm the held price that the unchanged document still refuses)
+    root = record_dir(tmp_path / "d3", today, etag='"v2"', recorded_at="2026-11-22T03:00:00Z")
+    [same] = refresh(db_path, ["fake"], replay=root)
+    assert (same.status, same.prices_closed, same.unknown) == ("ok", 0, 1) and same.bytes_downloaded > 0
+    assert small_interval() == [(day1, None, day1)]
+
+    # the next good row confirms the kept interval as usual
+    root = record_dir(tmp_path / "d4", yesterday, etag='"v3"', recorded_at="2026-11-23T03:00:00Z")
+    [again] = refresh(db_path, ["fake"], replay=root)
+    assert (again.status, again.prices_changed, again.prices_closed) == ("ok", 1, 0)
+    assert small_interval() == [(day1, None, datetime(2026, 11, 23, 3, tzinfo=UTC))]

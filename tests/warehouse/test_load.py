@@ -45,6 +45,22 @@ def test_unchanged_price_extends_the_open_interval(con, make_record):
     assert first_run < last_run
 
 
+def test_a_held_offer_is_neither_closed_nor_confirmed_even_in_a_carried_source(con, make_record):
+    """``held`` (a row refused as invalid) keeps the open price exactly as it was; only the key matters,
+    so the other offer of the same source is still closed, and a carried source does not confirm it."""
+    run(
+        con, [make_record(), make_record("p4d.24xlarge", 21.96, gpu="A100-40GB"), make_record("g5", 1.0, gpu="A10")], T0
+    )
+    held = {("us-east-1", "p4d.24xlarge", "on_demand")}
+    summary = load_run(con, RunRecord("aws", "live", T0 + DAY, T0 + DAY, prices=[make_record(at=T0 + DAY)], held=held))
+    assert summary.prices_closed == 1  # g5, missing; p4d held
+    assert intervals(con, "p4d.24xlarge") == [(21.96, T0, None)] and intervals(con, "g5") == [(1.0, T0, T0 + DAY)]
+    carried = {("us-east-1", "on_demand")}
+    load_run(con, RunRecord("aws", "live", T0 + 2 * DAY, T0 + 2 * DAY, carried=carried, held=held))
+    last_seen = dict(con.execute("SELECT instance_type, observed_at FROM current_prices").fetchall())
+    assert last_seen == {"p5.48xlarge": T0 + 2 * DAY, "p4d.24xlarge": T0}
+
+
 def test_changed_price_closes_and_opens(con, make_record):
     run(con, [make_record(usd=98.32)], T0)
     summary = run(con, [make_record(usd=55.04, at=T0 + DAY)], T0 + DAY)
