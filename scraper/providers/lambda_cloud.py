@@ -253,9 +253,12 @@ class LambdaProvider(Provider):
         if count is None:
             result.skip("no GPU count", plan)
             return None
+        instance_type = f"gpu_{count}x_{gpu.lower().replace('-', '_')}"
         if per_gpu is None and "$" in price_text:
-            # a dollar figure that is not one plain amount (negative, two of them): the page changed, not the offer
+            # a dollar figure that is not one plain amount (negative, two of them): the page changed, not the
+            # offer, so its previous price is held rather than closed ("Sold out" below is news: it closes)
             result.skip("unreadable price", f"{count}x {plan}: {price_text!r}")
+            result.held.add((REGION, instance_type, "on_demand"))
             return None
         if per_gpu is None or per_gpu <= 0:
             result.skip("no price", f"{count}x {plan}: {price_text!r}")  # "Sold out", "Contact sales", $0
@@ -265,7 +268,7 @@ class LambdaProvider(Provider):
         return PriceRecord(
             provider=self.name,
             region=REGION,
-            instance_type=f"gpu_{count}x_{gpu.lower().replace('-', '_')}",
+            instance_type=instance_type,
             gpu=gpu,
             gpu_count=count,
             pricing="on_demand",

@@ -208,9 +208,11 @@ def test_a_page_price_cell_is_exactly_one_positive_dollar_amount(cell, per_gpu):
         reason = "no price" if cell == "$0.00" else "unreadable price"
         assert result.skipped == before.skipped + Counter({reason: 1})
         assert f"{reason}: 8x NVIDIA H100 SXM: {cell!r}" in result.skipped_examples
+        # an unreadable figure is no news about the offer: its previous price is held, not closed
+        assert result.held == ({("all", "gpu_8x_h100_sxm", "on_demand")} if reason == "unreadable price" else set())
     else:
         assert got["gpu_8x_h100_sxm"] == ("H100-SXM", 8, pytest.approx(per_gpu * 8))
-        assert result.skipped == before.skipped
+        assert result.skipped == before.skipped and result.held == set()
 
 
 def test_a_page_whose_every_price_is_unreadable_fails_the_provider():
