@@ -61,13 +61,27 @@ def require_whole_html(markup: bytes | str, provider: str, url: str) -> None:
         raise ParseError(f"{provider}: {url} ends before </body></html>: the page was cut short (truncated download)")
 
 
-def require_fields(items: Sequence[object], fields: Iterable[tuple[str, ...]], provider: str, where: str) -> None:
-    """Refuse a list of upstream objects in which *no* object carries a field the parser reads.
+def require_fields(
+    items: Sequence[object],
+    fields: Iterable[tuple[str, ...]],
+    provider: str,
+    where: str,
+    types: Mapping[str, tuple[type, ...]] | None = None,
+) -> None:
+    """Refuse a list of upstream objects in which *no* object carries a field the parser reads, or in
+    which a field holds a value of a type the parser cannot read.
 
     Each entry of ``fields`` lists alternatives (``("verified", "verification")``: either will do).
     One item without a field is an odd row and is skipped by the parser; every item without it
     means the upstream renamed or dropped the field, and reading on would misfile every offer
     (an unverified host, country "unknown") instead of failing.
+
+    ``types`` gives, for the fields the parser groups or prices by, the decoded JSON types it reads
+    (matched exactly: ``bool`` is no ``int`` here); ``None`` is absence, left to the parser as above.
+    Unlike absence, ONE item of another type refuses the whole list: an upstream changes how it writes
+    a field for all its items at once, and the parser would silently read each changed item as
+    something else (Vast.ai's ``hosting_type: "dc"`` as a community host), which no count notices.
+    One pass per typed field builds the set of types seen, so a list of thousands costs milliseconds.
     """
     objects = [item for item in items if isinstance(item, Mapping)]
     if not objects:
@@ -79,6 +93,21 @@ def require_fields(items: Sequence[object], fields: Iterable[tuple[str, ...]], p
         named = ", ".join(" or ".join(repr(n) for n in names) for names in missing)
         raise ParseError(
             f"{provider}: {where}: none of its {len(objects)} items has {named}: the upstream's fields changed"
+        )
+    for name, readable in (types or {}).items():
+        seen = {type(item.get(name)) for item in objects}
+        seen.discard(type(None))
+        if seen.issubset(readable):
+            continue
+        from warehouse.errors import ParseError
+
+        wrong = [item[name] for item in objects if type(item.get(name)) not in readable and item.get(name) is not None]
+        example = repr(wrong[0])
+        example = example if len(example) <= 40 else example[:37] + "..."
+        raise ParseError(
+            f"{provider}: {where}: {name!r} is {type(wrong[0]).__name__} ({example}) in {len(wrong)} of its "
+            f"{len(objects)} items, where {' or '.join(t.__name__ for t in readable)} is read: "
+            "the upstream's fields changed"
         )
 
 

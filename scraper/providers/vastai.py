@@ -77,6 +77,26 @@ OFFER_FIELDS: tuple[tuple[str, ...], ...] = (
     ("verified", "verification"),
     ("hosting_type", "datacenter"),
 )
+# the JSON types the parser reads in those fields (and in the prices): a value of another type is not
+# an odd offer but a changed upstream, read on it would misfile offers (hosting_type "dc" as community,
+# gpu_ram "81920" leaving every A100 unknown), so the answer is refused (``require_fields``)
+NUMBER = (int, float)
+OFFER_TYPES: dict[str, tuple[type, ...]] = {
+    "gpu_name": (str,),
+    "num_gpus": (int,),
+    "gpu_ram": NUMBER,
+    "geolocation": (str,),
+    "verified": (bool,),
+    "verification": (str,),
+    "hosting_type": (int,),
+    "datacenter": (bool,),
+    "reliability2": NUMBER,
+    "reliability": NUMBER,
+}
+PRICE_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
+    "on_demand": {"dph_total": NUMBER, "dph_base": NUMBER},
+    "interruptible": {"min_bid": NUMBER},
+}
 
 
 @cache  # thousands of listings, a few dozen GPU names
@@ -195,10 +215,12 @@ def _reliability(offer: dict[str, Any]) -> float | None:
 
 
 def _is_datacenter(offer: dict[str, Any]) -> bool:
-    # the search filter is called ``datacenter``; offers carry ``hosting_type`` (1 = datacenter, 0 = community)
+    # the search filter is called ``datacenter``; offers carry ``hosting_type`` (1 = datacenter, 0 = community),
+    # an int: an answer holding it in another type is refused before any offer is read (OFFER_TYPES)
     if offer.get("datacenter") is True:
         return True
-    return offer.get("hosting_type") in (1, "1", "datacenter")
+    hosting = offer.get("hosting_type")
+    return type(hosting) is int and hosting == 1
 
 
 def _is_verified(offer: dict[str, Any]) -> bool:
@@ -315,7 +337,13 @@ class VastProvider(Provider):
             kept = self.recall_decoded(payload)
             offers = kept if isinstance(kept, list) else offers_of(payload)
             price_field = ("dph_total",) if pricing == "on_demand" else ("min_bid",)
-            require_fields(offers, (*OFFER_FIELDS, price_field), self.name, f"{payload.url} ({pricing})")
+            require_fields(
+                offers,
+                (*OFFER_FIELDS, price_field),
+                self.name,
+                f"{payload.url} ({pricing})",
+                types=OFFER_TYPES | PRICE_TYPES[pricing],
+            )
             for offer in offers:
                 listed[pricing] += 1
                 listing = self._listing(offer, pricing, result)

@@ -470,3 +470,95 @@ def test_real_capture_parses():
     assert (listing.country, listing.reliability) == ("CN", pytest.approx(0.970084, abs=1e-6))  # reliability2
     (bid,) = provider.parse([payload(body, "interruptible")]).prices
     assert bid.usd_per_hour == 0.2
+
+
+# --- a field whose type changed (audit A5) -------------------------------------------------------
+
+RETYPED = [
+    ("hosting_type", lambda v: "dc" if v == 1 else "cc", "str ('cc')"),  # the int code sent as a name
+    ("gpu_ram", str, "str ('"),  # A100/V100 can no longer be told apart
+    ("num_gpus", str, "str ('1')"),
+    ("dph_total", str, "str ("),
+    ("gpu_name", lambda v: {"name": v}, "dict ("),
+    ("verification", lambda v: v == "verified", "bool (True)"),
+    ("geolocation", lambda v: {"location": v}, "dict ("),
+]
+
+
+def _retyped(field: str, change, which=lambda offer: True) -> bytes:
+    offers = json.loads((FIXTURES / "bundles_on_demand.json").read_text())["offers"]
+    return json.dumps(
+        {"offers": [o | {field: change(o[field])} if field in o and which(o) else o for o in offers]}
+    ).encode()
+
+
+@pytest.mark.parametrize(("field", "change", "seen"), RETYPED, ids=[f for f, _, _ in RETYPED])
+def test_a_field_whose_type_changed_fails_the_answer_instead_of_misfiling_every_offer(field, change, seen):
+    """``hosting_type: "dc"`` instead of its int code re-filed every datacenter group as community (108 prices
+    closed, exit 3); ``gpu_ram`` as a string dropped every A100/V100 offer (64 closed). Presence alone was checked."""
+    with pytest.raises(ParseError) as caught:
+        VastProvider({}).parse([payload(_retyped(field, change))])
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"vastai: {URL} (on_demand): '{field}' is {seen}")
+    assert "the upstream's fields changed" in message
+
+
+def test_one_offer_with_a_retyped_field_fails_the_answer_and_none_values_stay_readable():
+    """An upstream changes how it writes a field for every offer at once, and a partial change (only the
+    datacenter hosts' code written as a name) would misfile exactly the offers it touches: one is enough.
+    ``null`` is absence, as before (the fixture has a ``geolocation: null`` listing, read as "unknown")."""
+    body = _retyped("hosting_type", lambda v: "dc", which=lambda o: o["hosting_type"] == 1)
+    with pytest.raises(ParseError, match=r"'hosting_type' is str \('dc'\) in \d+ of its 430 items, where "):
+        VastProvider({}).parse([payload(body)])
+    nulls = _retyped("gpu_ram", lambda v: None, which=lambda o: o["gpu_name"] == "RTX 4090")
+    assert VastProvider({}).parse([payload(nulls)]).prices
+    both = _retyped("min_bid", str)  # an on-demand answer is not priced by min_bid: not its concern
+    assert len(VastProvider({}).parse([payload(both)]).prices) == len(
+        VastProvider({}).parse([payload((FIXTURES / "bundles_on_demand.json").read_bytes())]).prices
+    )
+
+
+def test_a_retyped_field_in_a_refresh_keeps_yesterdays_prices(tmp_path, db_path):
+    """The whole path: yesterday's prices from the recorded answers, then an answer with ``hosting_type``
+    as a string: the provider fails with one line, and no price is closed, re-filed or re-confirmed."""
+    import shutil
+
+    from scraper.refresh import refresh
+    from warehouse.db import open_warehouse
+
+    [first] = refresh(db_path, ["vastai"], replay=FIXTURES.parent)
+    assert first.status == "ok"
+
+    def prices():
+        con = open_warehouse(db_path, read_only=True)
+        try:
+            return con.execute(
+                "SELECT instance_type, pricing, usd_per_hour, observed_at FROM current_prices"
+            ).fetchall()
+        finally:
+            con.close()
+
+    before = prices()
+    assert any(itype.endswith(".datacenter") for itype, *_ in before)
+    recorded = tmp_path / "rec" / "vastai"
+    shutil.copytree(FIXTURES, recorded)
+    manifest = json.loads((recorded / "replay.json").read_text())
+    manifest["recorded_at"] = "2026-11-21T03:00:00Z"
+    (recorded / "replay.json").write_text(json.dumps(manifest))
+    (recorded / "bundles_on_demand.json").write_bytes(_retyped("hosting_type", lambda v: "dc" if v == 1 else "cc"))
+    [outcome] = refresh(db_path, ["vastai"], replay=recorded.parent)
+    assert outcome.status == "failed" and "\n" not in outcome.error
+    assert "'hosting_type' is str ('cc')" in outcome.error
+    assert prices() == before
+
+
+def test_require_fields_matches_types_exactly_and_reads_null_as_absence():
+    from scraper.base import require_fields
+
+    fields = [("num_gpus",)]
+    require_fields([{"num_gpus": 1}, {"num_gpus": None}, {}], fields, "p", "w", types={"num_gpus": (int,)})
+    with pytest.raises(ParseError, match=r"^p: w: 'num_gpus' is bool \(True\) in 1 of its 2 items, where int is read"):
+        require_fields([{"num_gpus": 1}, {"num_gpus": True}], fields, "p", "w", types={"num_gpus": (int,)})
+    long = {"num_gpus": "x" * 100}
+    with pytest.raises(ParseError, match=r"'num_gpus' is str \('x{36}\.\.\.\) in 1 of its 1 items"):
+        require_fields([long], fields, "p", "w", types={"num_gpus": (int,)})
