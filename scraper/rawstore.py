@@ -10,6 +10,7 @@ import gzip
 import hashlib
 import os
 import shutil
+import threading
 from pathlib import Path
 
 from scraper.base import RawPayload
@@ -27,6 +28,13 @@ def _sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _part(target: Path) -> Path:
+    """The temporary name a file is written under before its rename: this process's own, so that two refreshes
+    storing the same content at once (a manual one during the nightly run) do not write into, and rename away,
+    one another's file (a fixed ``<sha>.part`` failed one of them: "cannot keep the raw payloads")."""
+    return target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.part")
+
+
 def store(root: Path, payload: RawPayload) -> RawRow:
     """Write ``payload`` under ``root`` (atomically: ``.part`` then rename) and describe it.
 
@@ -39,7 +47,7 @@ def store(root: Path, payload: RawPayload) -> RawRow:
         target = root / sha[:2] / f"{sha}.raw"
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
-            part = target.with_suffix(".part")
+            part = _part(target)
             shutil.copyfile(payload.path, part)
             os.replace(part, target)
         return RawRow(
@@ -56,7 +64,7 @@ def store(root: Path, payload: RawPayload) -> RawRow:
     target = root / sha[:2] / (f"{sha}.gz" if len(payload.body) < COMPRESS_BELOW else f"{sha}.raw")
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
-        part = target.with_name(target.name + ".part")
+        part = _part(target)
         if target.suffix == ".gz":
             with gzip.open(part, "wb", compresslevel=6) as handle:
                 handle.write(payload.body)

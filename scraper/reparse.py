@@ -33,9 +33,20 @@ def _payloads(con, run_id: int, root: Path) -> list[RawPayload]:  # type: ignore
         [run_id],
     ).fetchall():
         if not_modified:
-            payloads.append(RawPayload(url, fetched_at, status, not_modified=True, scope=tuple(scope or ())))
-            continue
-        file = raw_file(root, path) if path is not None else None
+            # "not modified": the answer is the one stored when the URL last changed (an AWS offer file unchanged
+            # for weeks); re-parsed from it, else this run's on-demand prices were carried and never re-read
+            stored = con.execute(
+                "SELECT fetched_at, status, path FROM raw_payloads WHERE url = ? AND path IS NOT NULL "
+                "AND run_id <= ? ORDER BY run_id DESC LIMIT 1",
+                [url, run_id],
+            ).fetchall()
+            file = raw_file(root, stored[0][2]) if stored else None
+            if file is None:
+                payloads.append(RawPayload(url, fetched_at, status, not_modified=True, scope=tuple(scope or ())))
+                continue
+            fetched_at, status = stored[0][0], stored[0][1]
+        else:
+            file = raw_file(root, path) if path is not None else None
         if file is None:
             raise CostoptError(f"raw payload {url} of run {run_id} is no longer stored (pruned?)")
         if file.suffix == ".raw":

@@ -24,10 +24,20 @@ if TYPE_CHECKING:
 def prune_raw(
     con: duckdb.DuckDBPyConnection, root: Path, keep_days: int, now: datetime | None = None
 ) -> tuple[int, int]:
-    """Delete the files under ``root`` (this warehouse's raw folder) that only older runs use; (files, bytes)."""
+    """Delete the files under ``root`` (this warehouse's raw folder) that only older runs use; (files, bytes).
+
+    Age is counted from the run that stored a file (a replayed recording's fetch time is its vintage: it was
+    pruned at once), and the newest stored answer of every URL is kept whatever its age: it is what today's
+    prices were read from, also when later runs were told "not modified" (an AWS offer file unchanged for a
+    month), and what ``costopt reparse`` reads. ``--keep-raw-days 0`` removed the payloads of the run just loaded.
+    """
     cutoff = (now or datetime.now(UTC)) - timedelta(days=keep_days)
     rows = con.execute(
-        "SELECT path, bool_or(fetched_at >= ?) FROM raw_payloads WHERE path IS NOT NULL GROUP BY path", [cutoff]
+        """WITH newest AS (SELECT arg_max(path, run_id) AS path FROM raw_payloads WHERE path IS NOT NULL GROUP BY url)
+           SELECT p.path, bool_or(s.started_at >= ? OR p.path IN (SELECT path FROM newest))
+           FROM raw_payloads p LEFT JOIN scrape_runs s USING (run_id)
+           WHERE p.path IS NOT NULL GROUP BY p.path""",
+        [cutoff],
     ).fetchall()
     # one file may be recorded in two ways (relative, and absolute by an older costopt): kept if any run is recent
     recent: dict[Path | None, bool] = {}
@@ -47,7 +57,7 @@ def prune_raw(
             deleted += 1
     # every old row forgets its file, a foreign one included: this warehouse no longer keeps that payload
     con.execute(
-        "UPDATE raw_payloads SET path = NULL WHERE fetched_at < ? AND path IN (SELECT unnest(?))",
-        [cutoff, sorted(p for own in old for p in recorded[own])],
+        "UPDATE raw_payloads SET path = NULL WHERE path IN (SELECT unnest(?))",
+        [sorted(p for own in old for p in recorded[own])],
     )
     return deleted, freed
