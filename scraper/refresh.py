@@ -42,6 +42,7 @@ from warehouse.errors import (
     is_interrupt,
 )
 from warehouse.load import LoadSummary, RawRow, RunRecord
+from warehouse.records import PriceRecord
 from warehouse.volume import Drop
 
 PROVIDER_TIMEOUT_SECONDS = 30 * 60
@@ -275,6 +276,7 @@ class _Ready:
     raw: list[RawRow] = field(default_factory=list)
     carried: set[str] = field(default_factory=set)
     share: float = 0.5
+    jumped: str | None = None  # prices held back as implausible moves (``_hold_implausible``), said in an alert
 
 
 def refresh(
@@ -543,8 +545,59 @@ def _checked(
         if drops and provider not in accept_drop:
             outcomes[provider] = _guarded(con, entry, mode, _suspect, con, entry, mode, drops)
             continue
+        _hold_implausible(con, entry)
         batch.append((entry, drops))
     return batch
+
+
+JUMP_FACTOR = 10.0  # a price more than this many times, or less than its inverse, the current one is held back
+
+
+def _hold_implausible(con, entry: _Ready) -> None:  # type: ignore[no-untyped-def]
+    """Hold back the prices that moved more than JUMP_FACTOR-fold against the offer's current one: kept as they
+    were (``held``: neither confirmed nor closed), said in the run's notes and in a warning.
+
+    A page whose every price was multiplied by 30 (an H100 at $128.70 an hour, under the flat $150/GPU-hour
+    ceiling) was loaded as today's prices with only a "moved more than 60 %" flag. Cloud list prices and
+    marketplace medians do not move tenfold overnight; a unit or parsing slip upstream does. A real move of that
+    size stays visible in the warning and in ``costopt reparse`` after a person looks.
+    """
+    from dataclasses import replace
+
+    run = entry.run
+    assert run is not None
+    if not run.prices:
+        return
+    current = {
+        (region, instance, pricing): usd
+        for region, instance, pricing, usd in con.execute(
+            "SELECT region, instance_type, pricing, usd_per_hour FROM current_prices WHERE provider = ?",
+            [run.provider],
+        ).fetchall()
+    }
+    jumped: list[tuple[float, PriceRecord, float]] = []
+    for record in run.prices:
+        before = current.get((record.region, record.instance_type, record.pricing))
+        if before and before > 0 and record.usd_per_hour > 0:
+            ratio = record.usd_per_hour / before
+            if ratio > JUMP_FACTOR or ratio < 1 / JUMP_FACTOR:
+                jumped.append((max(ratio, 1 / ratio), record, before))
+    if not jumped:
+        return
+    keys = {(r.region, r.instance_type, r.pricing) for _, r, _ in jumped}
+    _, worst, before = max(jumped, key=lambda item: item[0])
+    message = (
+        f"{run.provider}: {len(jumped)} price(s) moved more than {JUMP_FACTOR:g}-fold against the current one and "
+        f"were not loaded, the previous price kept; largest {worst.instance_type} {worst.region} {worst.pricing} "
+        f"${before:,.4g} -> ${worst.usd_per_hour:,.4g}"
+    )
+    entry.run = replace(
+        run,
+        prices=[r for r in run.prices if (r.region, r.instance_type, r.pricing) not in keys],
+        held=run.held | keys,
+        notes="; ".join(part for part in (run.notes, message) if part),
+    )
+    entry.jumped = message
 
 
 def _load_batch(con, batch: list[tuple[_Ready, list[Drop]]], outcomes: dict[str, Outcome]) -> None:  # type: ignore[no-untyped-def]
@@ -615,6 +668,8 @@ def _outcome(entry: _Ready, summary: LoadSummary, drops: list[Drop]) -> Outcome:
     item, run = entry.item, entry.run
     assert run is not None
     accepted: list[Alert] = []
+    if entry.jumped:
+        accepted.append(Alert(summary.run_id, item.provider, "implausible_move", "warning", entry.jumped))
     if drops:
         accepted.append(
             Alert(

@@ -25,7 +25,7 @@ GONE_WARNING_SHARE = 0.2
 class Alert:
     run_id: int | None
     provider: str
-    kind: str  # large_move | offers_gone | offers_new | failing | fewer_offers
+    kind: str  # large_move | offers_gone | offers_new | failing | fewer_offers | implausible_move | ...
     severity: str  # info | warning | error
     message: str
 

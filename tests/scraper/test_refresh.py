@@ -262,3 +262,23 @@ def test_a_row_rejected_by_validation_keeps_the_offers_previous_price(tmp_path, 
     [again] = refresh(db_path, ["fake"], replay=root)
     assert (again.status, again.prices_changed, again.prices_closed) == ("ok", 1, 0)
     assert small_interval() == [(day1, None, datetime(2026, 11, 23, 3, tzinfo=UTC))]
+
+
+def test_a_price_that_moved_tenfold_is_held_back_and_said(tmp_path, db_path):
+    """A page with every price x30 (an H100 at $128.70/h, under the $150/GPU-h ceiling) was loaded as today's prices
+    with only a flag. A tenfold move against the current price is held: the previous price stays, and a warning
+    says which."""
+    from scraper.job import run_job
+
+    refresh(db_path, ["fake"], replay=record_dir(tmp_path / "y", ITEMS))
+    today = [dict(item, usd=item["usd"] * (20 if item["type"] == "big" else 0.9)) for item in ITEMS]
+    [outcome], code = run_job(
+        db_path, ["fake"], replay=record_dir(tmp_path / "t", today, etag='"v2"', recorded_at="2026-11-21T03:00:00Z")
+    )
+    assert current(db_path) == {"big": 40.0, "small": pytest.approx(0.63)}  # big held at yesterday's, small moved
+    assert code == 3 and outcome.status == "ok" and outcome.prices_closed == 0
+    [alert] = [a for a in outcome.alerts if a.kind == "implausible_move"]
+    assert alert.severity == "warning" and alert.message == (
+        "fake: 1 price(s) moved more than 10-fold against the current one and were not loaded, the previous price "
+        "kept; largest big r1 on_demand $40 -> $800"
+    )
