@@ -27,6 +27,7 @@ from warehouse.errors import ProviderError, TransientProviderError
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_BODY_BYTES = 256 * 1024 * 1024  # in-memory bodies
+WHOLE_ANSWER_TIMEOUTS = 4  # an in-memory answer must arrive whole within this many COSTOPT_HTTP_TIMEOUTs
 MAX_FILE_BYTES = 8 * 1024 * 1024 * 1024  # bulk files streamed to disk
 
 
@@ -173,10 +174,18 @@ class Fetcher:
     async def _with_retries(
         self, request: httpx.Request, url: str, scope: tuple[str, ...], to_file: bool
     ) -> RawPayload:
+        # httpx's timeout bounds each wait for bytes, not the whole answer: a server sending a page a few bytes
+        # every two seconds held one request 60 s under COSTOPT_HTTP_TIMEOUT=3. An answer read into memory (an
+        # API page) must come whole within WHOLE_ANSWER_TIMEOUTS timeouts; a bulk file streamed to disk (an AWS
+        # offer file, hundreds of MB) is bounded by its provider's cap instead.
+        whole = None if to_file else WHOLE_ANSWER_TIMEOUTS * (self.client.timeout.read or 30.0)
         for attempt in range(self.retry.attempts):
             last = attempt == self.retry.attempts - 1
             try:
-                return await self._once(request, url, scope, to_file)
+                try:
+                    return await asyncio.wait_for(self._once(request, url, scope, to_file), whole)
+                except TimeoutError:
+                    raise _Retryable(f"no whole answer within {whole:g}s") from None
             except _Retryable as exc:
                 if last:
                     raise TransientProviderError(

@@ -121,3 +121,42 @@ def test_retry_after_http_date():
     later = (now + timedelta(seconds=30)).strftime("%a, %d %b %Y %H:%M:%S GMT")
     assert parse_retry_after(later, now) == pytest.approx(30)
     assert parse_retry_after("garbage") is None
+
+
+class _Drip(httpx.AsyncByteStream):
+    """A body a few bytes at a time, each within any read timeout, the whole far slower than one."""
+
+    async def __aiter__(self):
+        for _ in range(50):
+            await asyncio.sleep(0.1)
+            yield b'{"x": 1}' * 2
+
+    async def aclose(self) -> None:
+        pass
+
+
+@respx.mock
+def test_an_answer_that_never_arrives_whole_is_a_timeout():
+    """A server dripping a page held a request 60 s under COSTOPT_HTTP_TIMEOUT=3 (httpx's timeout is per read)."""
+    route = respx.get(URL).mock(side_effect=lambda request: httpx.Response(200, stream=_Drip()))
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    f = Fetcher(client=make_client(timeout=0.25), provider="test", sleep=sleep, retry=RetryPolicy(attempts=2))
+    started = asyncio.run(_timed(f.get(URL)))
+    assert isinstance(started[1], TransientProviderError)
+    assert str(started[1]) == f"test: no whole answer within 1s from {URL} after 2 attempts"
+    assert route.call_count == 2 and started[0] < 4  # two attempts of 1 s, not two of 5 s
+
+
+async def _timed(coro):  # type: ignore[no-untyped-def]
+    import time
+
+    start = time.monotonic()
+    try:
+        await coro
+    except TransientProviderError as exc:
+        return time.monotonic() - start, exc
+    return time.monotonic() - start, None
