@@ -76,8 +76,30 @@ def ensure_prices(db: Path | None) -> Path:
     finally:
         con.close()
     if not seeded and db is None:
-        load_snapshot(path)
+        seed_once(path)
     return path
+
+
+def seed_once(path: Path) -> None:
+    """Load the bundled snapshot into the default warehouse unless another command already has.
+
+    Four first commands started together each found it empty and each loaded the snapshot (the run log held up to
+    four copies of the snapshot's runs). The check and the load run under an advisory lock on
+    ``<warehouse>.seed.lock``: the others wait for the first, then find its prices.
+    """
+    import fcntl
+
+    from warehouse.db import has_prices, open_warehouse
+
+    with path.with_name(path.name + ".seed.lock").open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes, or the process ends
+        con = open_warehouse(path, read_only=True, on_wait=note, core=True)
+        try:
+            empty = not has_prices(con)
+        finally:
+            con.close()
+        if empty:
+            load_snapshot(path)
 
 
 def load_snapshot(path: Path) -> None:
@@ -170,6 +192,6 @@ def open_for_reading(db: Path | None, *, need_prices: bool = True) -> Readable:
             raise WarehouseError(
                 f"the warehouse at {path} holds no prices yet", hint=f"run `costopt refresh --db {path}`"
             )
-        load_snapshot(path)
+        seed_once(path)
         con = open_warehouse(path, read_only=True, on_wait=note, core=True)
     return Readable(con, path, prices_note(con))

@@ -206,3 +206,28 @@ def test_table_numbers_are_formatted_from_the_exact_value():
         ["9,007,199,254,740,993", "9,007,199,254,740,993.00", "123,456,789,012,345,678,901,234.56"],
         ["1", "0.25", "1.50"],
     ]
+
+
+@pytest.mark.slow
+def test_first_commands_started_together_seed_the_default_warehouse_once(tmp_path):
+    """Four first commands at once each found the default warehouse empty and each loaded the bundled snapshot."""
+    from tests.conftest import run_costopt
+
+    env = {**os.environ, "COSTOPT_DATA_DIR": str(tmp_path / "data")}
+    env.pop("COSTOPT_DB", None)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", "from cli.app import main; main()", "prices", "--limit", "1"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    results = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err for _, err in results]
+    assert sum("was empty: loaded the bundled price snapshot" in err for _, err in results) == 1
+    runs = run_costopt("sql", "SELECT count(*) AS n FROM scrape_runs WHERE mode = 'snapshot'", "-f", "csv", env=env)
+    assert runs.stdout == "n\n6\n"  # one snapshot run per provider, not four
