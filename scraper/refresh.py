@@ -309,7 +309,7 @@ def refresh(
     say = progress or (lambda _p, _m: None)
     timeout = timeout if timeout is not None else default_timeout
 
-    con = open_warehouse(db_path)
+    con = open_warehouse(db_path, on_wait=lambda message: say("warehouse", message))  # not 30 s of silence
     try:
         known = {}
         for name in names:

@@ -226,7 +226,8 @@ class Schedule:
             self.runs += 1
         except Exception as exc:  # a crashed run is logged; the schedule goes on
             reason = exc.one_line() if isinstance(exc, CostoptError) else f"{type(exc).__name__}: {exc}"
-            self.log(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} run failed: {reason}")
+            stopped = self.stop.is_set() and type(exc).__name__ == "Cancelled"  # a stop asked for, not a failure
+            self.log(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} run {'stopped' if stopped else 'failed'}: {reason}")
             self.last_code = 1
             self.runs += 1
             self._retry_if_busy(exc)

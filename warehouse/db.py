@@ -119,7 +119,7 @@ def connect(
                 if time.monotonic() >= deadline:
                     raise WarehouseLocked(
                         f"{path} is busy: held by {_holder(message)} for more than {wait:.0f}s",
-                        hint="a refresh may be loading; try again shortly",
+                        hint="another costopt command holds it: a refresh loading, or a long query; try again shortly",
                     ) from None
                 if callable(on_wait) and not told:
                     on_wait(f"waiting for {path}: held by {_holder(message)}")
