@@ -110,13 +110,20 @@ def instance_counts(low: int, high: int, extra: tuple[int, ...] = ()) -> list[in
 
 
 def smallest_meeting(low: int, high: int, hours_at: Callable[[int], float], limit: float) -> int | None:
-    """Smallest count in [low, high] whose wall time is within ``limit``, by bisection (wall time falls with count
-    over the range a plan explores); None when even ``high`` misses it."""
-    if hours_at(high) > limit:
+    """Smallest count in [low, high] whose wall time is within ``limit``; None when no count tried meets it.
+
+    The counts ``instance_counts`` tries (low, its doublings, high) are checked in order, then the gap below the
+    first that meets is bisected. Wall time is not monotone in the count for spot offers: past some size the
+    interruptions of more instances cost more than the instances save, so ``high`` can miss a deadline that a
+    smaller count meets (bisecting from ``high`` alone said none did, and the plan lost its cheapest option).
+    """
+    tried = instance_counts(low, high)
+    first = next((i for i, n in enumerate(tried) if hours_at(n) <= limit), None)
+    if first is None:
         return None
-    if hours_at(low) <= limit:
-        return low
-    lo, hi = low, high  # hours_at(lo) > limit >= hours_at(hi)
+    if first == 0:
+        return tried[0]
+    lo, hi = tried[first - 1], tried[first]  # hours_at(lo) > limit >= hours_at(hi)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if hours_at(mid) <= limit:

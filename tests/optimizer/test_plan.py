@@ -426,3 +426,15 @@ def test_a_plan_whose_every_option_is_slow_says_to_raise_max_gpus():
     assert warning is not None and warning.endswith("raise --max-gpus for faster options")
     assert "with up to --max-gpus 256 (the fastest: " in warning and "on 256 x H100-SXM" in warning
     assert every_option_slow(build_plan(JOB, [offer()], GPUS, Constraints()).options, Constraints()) is None
+
+
+def test_a_deadline_met_below_the_largest_count_is_found():
+    """Spot wall time rises again past some count (interruptions of many instances): the largest count misses a
+    deadline a smaller one meets. Bisecting from the largest alone found none."""
+
+    def hours(n: int) -> float:
+        return 1000 / n + n / 20  # falls to a minimum near n = 141, then rises
+
+    assert hours(512) > 15.0  # the largest count misses
+    assert smallest_meeting(1, 512, hours, 15.0) == 100  # 1000/100 + 100/20 = 15; 99 gives 15.05
+    assert smallest_meeting(1, 512, hours, 14.0) is None  # the minimum, 14.1 at 141, misses
