@@ -38,7 +38,7 @@ CSV_COLUMNS = [
     # the rest of the JSON's fields, after the columns CSV readers already know: the price's source, when it was
     # observed and in force since, the marketplace listings' countries, and the precision and interruption terms
     "source", "observed_at", "effective_since", "listing_countries", "precision", "added_hours", "spot_overhead",
-    "hazard_source",
+    "hazard_source", "fabric",
 ]  # fmt: skip
 """The CSV holds every field of the JSON's options, flattened: the ``price_*`` fields without their prefix,
 ``wall_hours`` and ``cost_usd`` as ``wall_low`` ... ``cost_high``, lists (regions, countries) space-separated."""
@@ -236,6 +236,7 @@ def plan_command(
                 "spot_overhead": r["spot_overhead"] if r["pricing"] != "on_demand" else None,
                 "hazard_source": r["hazard_source"] or None,
                 "speed_basis": r["speed_basis"],
+                "fabric": r["fabric"],
                 "pareto": r["pareto"],
                 "slow": r["slow"],
                 "notes": r["notes"],
@@ -479,7 +480,12 @@ def _explain(job, wide: bool = False, mfu_given: float | None = None) -> None:
             "checkpointed" if job.checkpointing else "all kept (--no-checkpointing)",
             "--checkpointing / --no-checkpointing",
         ),
-        ("fabric", "RDMA between 8-GPU NVLink nodes of clouds; Ethernet otherwise", "providers' instance docs"),
+        (
+            "fabric",
+            "RDMA where the provider documents a cluster network for the instance family (AWS p4d/p5/p6 "
+            "EFA, GCP A3/A4, Azure 'r' sizes, CoreWeave HGX); Ethernet otherwise; a marketplace option is one listing",
+            "optimizer/data/cluster_networks.csv",
+        ),
         (
             "instance counts",
             "minimum, doublings, largest under --max-gpus, smallest meeting --deadline",
