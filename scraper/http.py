@@ -25,7 +25,7 @@ import httpx
 from scraper.base import RawPayload
 from warehouse.errors import ProviderError, TransientProviderError
 
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})  # 408: the server timed the request out; try again
 MAX_BODY_BYTES = 256 * 1024 * 1024  # in-memory bodies
 WHOLE_ANSWER_TIMEOUTS = 4  # an in-memory answer must arrive whole within this many COSTOPT_HTTP_TIMEOUTs
 MAX_FILE_BYTES = 8 * 1024 * 1024 * 1024  # bulk files streamed to disk
@@ -198,6 +198,8 @@ class Fetcher:
         fetched_at = self.clock()
         try:
             response = await self.client.send(request, stream=True)
+        except httpx.TooManyRedirects:
+            raise ProviderError(f"{self.provider}: too many redirects from {url}") from None
         except httpx.TimeoutException:
             raise _Retryable("timeout") from None
         except httpx.TransportError as exc:

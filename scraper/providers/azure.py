@@ -195,6 +195,7 @@ class AzureProvider(Provider):
         payload = await http.get(self.url, params=params, scope=(region,))
         pages = [payload]
         seen = 0
+        links: set[str] = set()
         for _ in range(MAX_PAGES):
             try:
                 page = page_of(payload)
@@ -204,6 +205,9 @@ class AzureProvider(Provider):
             items, link = page
             seen += len(items)
             if link is not None:
+                if link in links:  # a page pointing back to one already read would loop to MAX_PAGES requests
+                    raise ParseError(f"azure: {region}: NextPageLink repeats a page already read ({link[:120]})")
+                links.add(link)
                 payload = await http.get(self._on_our_host(link), scope=(region,))
             elif len(items) >= PAGE_SIZE:
                 payload = await http.get(self.url, params={**params, "$skip": str(seen)}, scope=(region,))

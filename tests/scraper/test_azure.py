@@ -262,3 +262,22 @@ def test_http_errors():
     respx.get(URL).mock(return_value=httpx.Response(400, json={"Error": "Invalid OData parameters"}))
     with pytest.raises(ProviderError, match="HTTP 400"):
         asyncio.run(go())
+
+
+@respx.mock
+def test_a_next_page_link_that_repeats_fails_at_once():
+    """A page pointing back to one already read made 50 identical requests before giving up."""
+    mirror = "http://mirror.test/api/retail/prices"
+    link = "https://prices.azure.com:443/api/retail/prices?api-version=2023-01-01-preview&$skip=100"
+    route = respx.get(mirror).mock(
+        return_value=httpx.Response(200, json={"Items": [row(region="westus3")], "NextPageLink": link})
+    )
+    provider = AzureProvider.from_env({"COSTOPT_AZURE_URL": "http://mirror.test", "COSTOPT_AZURE_REGIONS": "westus3"})
+
+    async def go():
+        async with httpx.AsyncClient() as client:
+            return await provider.fetch(fetcher(client))
+
+    with pytest.raises(ParseError, match="NextPageLink repeats a page already read"):
+        asyncio.run(go())
+    assert route.call_count == 2  # the first page and the linked one, which links to itself: stop

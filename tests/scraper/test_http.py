@@ -160,3 +160,20 @@ async def _timed(coro):  # type: ignore[no-untyped-def]
     except TransientProviderError as exc:
         return time.monotonic() - start, exc
     return time.monotonic() - start, None
+
+
+@respx.mock
+def test_a_redirect_loop_is_one_line_naming_the_url():
+    """It was 'unexpected TooManyRedirects' with no URL."""
+    respx.get(URL).mock(return_value=httpx.Response(302, headers={"Location": URL}))
+    f, _ = fetcher()
+    with pytest.raises(ProviderError) as caught:
+        run(f.get(URL))
+    assert caught.value.one_line() == f"test: too many redirects from {URL}"
+
+
+@respx.mock
+def test_408_is_retried():
+    route = respx.get(URL).mock(side_effect=[httpx.Response(408), httpx.Response(200, json={"ok": 1})])
+    f, slept = fetcher()
+    assert run(f.get(URL)).status == 200 and route.call_count == 2 and len(slept) == 1
