@@ -201,6 +201,17 @@ def estimate_command(
     if est.given_mfu is not None:
         say(f"MFU: {est.given_mfu:.1%} as given (--mfu), not the calibrated model", indent="  ")
         return
+    from optimizer import mfu as mfu_model
+
+    if mfu_model.speed_basis(est.gpu) == "extrapolated":  # as plan marks it: MI300X, B200 can top a plan
+        guessed = " and a guessed ROCm factor" if mfu_model.amd_factor(est.gpu) is not None else ""
+        say(
+            f"MFU: extrapolated: no published whole training run on {est.gpu.architecture} ({est.gpu.name}) is in the "
+            f"calibration; the time rests on the datasheet{guessed}, with the calibrated runs' range carried over; "
+            "--mfu overrides",
+            indent="  ",
+        )
+        return
     say(
         "MFU: calibrated on published whole training runs (see README, `python bench/calibration.py`); --mfu overrides",
         indent="  ",

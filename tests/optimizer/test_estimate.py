@@ -370,3 +370,16 @@ def test_the_answer_says_where_its_mfu_and_its_range_come_from(extra, basis, ran
     flat = " ".join(table.stdout.split())
     assert f"range: {range_starts}" in flat
     assert ("MFU: 40.0% as given (--mfu), not the calibrated model" in flat) == (extra[:1] == ("--mfu",))
+
+
+def test_estimate_says_when_the_speed_is_extrapolated():
+    """plan marks MI300X and B200 rows; estimate's table said 'MFU: calibrated' for them."""
+    from tests.conftest import run_costopt
+
+    for gpu, family in (("MI300X", "CDNA 3 (MI300X)"), ("B200", "Blackwell (B200)")):
+        out = run_costopt("estimate", "--model", "8B", "--tokens", "100B", "--gpu", gpu, "--gpus", "8")
+        text = " ".join(out.stdout.split())
+        assert f"MFU: extrapolated: no published whole training run on {family} is in the calibration" in text
+        assert "MFU: calibrated" not in text
+    calibrated = run_costopt("estimate", "--model", "8B", "--tokens", "100B", "--gpu", "H100", "--gpus", "8")
+    assert "MFU: calibrated on published whole training runs" in " ".join(calibrated.stdout.split())
