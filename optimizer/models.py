@@ -337,6 +337,12 @@ def resolve_model(text: str, *, active_params: str | None = None) -> ModelSpec:
         if active > spec.total_params:
             raise UsageError(f"--active-params {active_params} exceeds the model's {human_count(spec.total_params)}")
         shape = spec if spec.preset else derived_shape(active, spec.name)  # width and depth follow the active path
+        tables = shape.input_embedding + shape.lookup_params
+        if active <= tables:  # the matmuls' share would be negative (llama3-8b with 100M gave -2.55e20 FLOPs)
+            raise UsageError(
+                f"--active-params {active_params} is not more than {spec.name}'s embedding tables "
+                f"({human_count(tables)}): give the parameters each token passes through, tables included"
+            )
         spec = ModelSpec(**{**asdict(shape), "total_params": spec.total_params, "active_params": active})
     return spec
 

@@ -383,3 +383,12 @@ def test_estimate_says_when_the_speed_is_extrapolated():
         assert "MFU: calibrated" not in text
     calibrated = run_costopt("estimate", "--model", "8B", "--tokens", "100B", "--gpu", "H100", "--gpus", "8")
     assert "MFU: calibrated on published whole training runs" in " ".join(calibrated.stdout.split())
+
+
+def test_active_params_below_the_embedding_tables_are_refused():
+    """llama3-8b with --active-params 100M gave -2.55e20 weight FLOPs."""
+    from warehouse.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"100M is not more than llama3-8b.s embedding tables \(525M\)"):
+        resolve_model("llama3-8b", active_params="100M")
+    assert training_flops(resolve_model("llama3-8b", active_params="2B"), 1e9).weights > 0
