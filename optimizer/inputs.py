@@ -85,7 +85,11 @@ def rent_observed(
     market = con.execute(
         """WITH listed AS (
                SELECT m.provider, unnest(m.listings) AS l, m.gpu_count FROM market_current m
-               WHERE m.gpu = ? AND m.pricing = 'on_demand' AND m.listings IS NOT NULL)
+               WHERE m.gpu = ? AND m.pricing = 'on_demand' AND m.listings IS NOT NULL
+                 -- a group the latest run no longer lists keeps its last distribution in market_current: its
+                 -- listings are gone, and a rent from them was quoted for a GPU no longer on the market
+                 AND EXISTS (SELECT 1 FROM current_prices c WHERE c.provider = m.provider AND c.region = m.region
+                             AND c.instance_type = m.instance_type AND c.pricing = m.pricing))
            SELECT quantile_cont(l.usd_per_hour / gpu_count, 0.5), count(*), min(provider) FROM listed
            WHERE l.reliability >= ?""",
         [gpu, min_reliability],

@@ -281,4 +281,6 @@ def open_warehouse(
 
 
 def has_prices(con: duckdb.DuckDBPyConnection) -> bool:
-    return bool(_scalar(con, "SELECT count(*) FROM scrape_runs WHERE status = 'ok'"))
+    """Whether any run loaded prices: a scrape, or an archive's history (a warehouse built with ``costopt import``
+    alone was refused as holding none)."""
+    return bool(_scalar(con, "SELECT count(*) FROM scrape_runs WHERE status IN ('ok', 'imported')"))

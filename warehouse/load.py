@@ -555,6 +555,12 @@ def _load_prices(
     )
     for table in ("market_stats", "price_flags", "offers"):
         con.execute(f"DELETE FROM {table} WHERE offer_id IN (SELECT offer_id FROM _orphans)")
+    # a load at the time of an earlier one (a reparse) replaces that moment's market distributions: the superseded
+    # parse's listings stayed beside the corrected ones and kept moving breakeven's rent median
+    con.execute(
+        """DELETE FROM market_stats m USING offers o, _runs r
+           WHERE m.offer_id = o.offer_id AND o.provider = r.provider AND m.observed_at = r.obs"""
+    )
     con.execute(
         """INSERT INTO market_stats (run_id, offer_id, pricing, observed_at, offer_count, min_usd, p10_usd,
                                      median_usd, max_usd, listings)

@@ -243,3 +243,76 @@ def test_migration_3_removes_zero_length_intervals(db_path, monkeypatch, make_re
         ("source counts per run; no zero-length intervals",)
     ]
     new.close()
+
+
+def test_a_reparse_replaces_the_market_distributions_of_its_moment(db_path):
+    """A reparse at the time of an earlier load kept that load's listings beside the corrected ones: an analyst saw
+    two distributions for one instant, and breakeven's rent median pooled the wrong parse's listings."""
+    from datetime import UTC, datetime
+
+    from warehouse.db import open_warehouse
+    from warehouse.load import RunRecord, load_run
+    from warehouse.records import Listing, MarketStats, PriceRecord
+
+    at = datetime(2026, 11, 20, 3, tzinfo=UTC)
+
+    def group(usd: float) -> PriceRecord:
+        listing = Listing(usd_per_hour=usd, country="US", reliability=0.99)
+        stats = MarketStats(offer_count=1, min=usd, p10=usd, median=usd, max=usd, listings=(listing,))
+        return PriceRecord("vastai", "all", "RTX-4090x1.verified.datacenter", "RTX-4090", 1, "on_demand", usd,
+                           "https://console.vast.ai/api/v0/bundles/", at, stats=stats)  # fmt: skip
+
+    con = open_warehouse(db_path)
+    load_run(con, RunRecord("vastai", "live", at, at, prices=[group(1.20)]))  # a parser that tripled the price
+    load_run(con, RunRecord("vastai", "reparse", at, at, prices=[group(0.40)]))  # the corrected parse
+    rows = con.execute("SELECT observed_at, median_usd FROM market_stats").fetchall()
+    con.close()
+    assert rows == [(at, 0.40)]
+
+
+def test_a_warehouse_of_imported_history_alone_has_prices(db_path):
+    """sql, history and export refused a warehouse built with `costopt import` alone: 'holds no prices yet'."""
+    from datetime import UTC, datetime
+
+    from warehouse.db import has_prices, open_warehouse
+
+    con = open_warehouse(db_path)
+    assert not has_prices(con)
+    at = datetime(2024, 5, 1, tzinfo=UTC)
+    con.execute(
+        "INSERT INTO scrape_runs (run_id, provider, mode, started_at, finished_at, observed_at, status) "
+        "VALUES (1, 'gcp', 'import', ?, ?, ?, 'imported')",
+        [at, at, at],
+    )
+    assert has_prices(con)
+    con.close()
+
+
+def test_breakeven_rent_ignores_a_marketplace_group_no_longer_listed(db_path):
+    """market_current keeps a vanished group's last distribution: breakeven quoted a rent from 52 listings of a GPU
+    no longer on the market."""
+    from dataclasses import replace
+    from datetime import UTC, datetime, timedelta
+
+    from optimizer.inputs import rent_observed
+    from warehouse.db import open_warehouse
+    from warehouse.load import RunRecord, load_run
+    from warehouse.records import Listing, MarketStats, PriceRecord
+
+    at = datetime(2026, 11, 20, 3, tzinfo=UTC)
+
+    def group(gpu: str, usd: float) -> PriceRecord:
+        listings = tuple(Listing(usd_per_hour=usd, country="US", reliability=0.99) for _ in range(3))
+        stats = MarketStats(offer_count=3, min=usd, p10=usd, median=usd, max=usd, listings=listings)
+        return PriceRecord("vastai", "all", f"{gpu}x1.verified.datacenter", gpu, 1, "on_demand", usd,
+                           "https://console.vast.ai/api/v0/bundles/", at, stats=stats)  # fmt: skip
+
+    con = open_warehouse(db_path)
+    load_run(con, RunRecord("vastai", "live", at, at, prices=[group("RTX-4090", 0.4), group("H100-SXM", 2.0)]))
+    assert rent_observed(con, "RTX-4090")["market"]["usd_per_gpu_hour"] == 0.4
+    later = at + timedelta(days=1)
+    h100 = replace(group("H100-SXM", 2.0), observed_at=later)
+    load_run(con, RunRecord("vastai", "live", later, later, prices=[h100]))  # every RTX 4090 listing gone
+    assert rent_observed(con, "RTX-4090")["market"] is None
+    assert rent_observed(con, "H100-SXM")["market"]["usd_per_gpu_hour"] == 2.0
+    con.close()
