@@ -69,8 +69,8 @@ def daily_cheapest(
     return rows(
         con,
         f"""WITH h AS (
-                SELECT o.provider, p.pricing, o.gpu, p.usd_per_hour / o.gpu_count AS usd_per_gpu_hour,
-                       p.valid_from, coalesce(p.valid_to, p.last_seen) AS valid_until,
+                SELECT p.offer_id, o.provider, p.pricing, o.gpu, p.usd_per_hour / o.gpu_count AS usd_per_gpu_hour,
+                       p.valid_from, coalesce(p.valid_to, p.last_seen) AS valid_until, p.valid_to IS NULL AS open,
                        p.archive_commit IS NOT NULL AS imported, coalesce(r.data_origin, 'unknown') AS origin
                 FROM prices p JOIN offers o USING (offer_id) LEFT JOIN scrape_runs r ON r.run_id = p.last_run),
             days AS (
@@ -81,11 +81,12 @@ def daily_cheapest(
                     date_trunc('day', (SELECT max(last_seen) FROM prices)),
                     INTERVAL 1 DAY)) AS day)
             SELECT d.day::DATE AS day, h.provider, h.pricing, h.gpu,
-                   min(h.usd_per_gpu_hour) AS min_usd_per_gpu_hour, count(*) AS offers,
+                   min(h.usd_per_gpu_hour) AS min_usd_per_gpu_hour, count(DISTINCT h.offer_id) AS offers,
                    arg_min(h.imported, h.usd_per_gpu_hour) AS imported,
                    arg_min(h.origin, h.usd_per_gpu_hour) AS data_origin
             FROM h
-            JOIN days d ON h.valid_from < d.day + INTERVAL 1 DAY AND h.valid_until > d.day
+            JOIN days d ON h.valid_from < d.day + INTERVAL 1 DAY
+                       AND (h.valid_until > d.day OR (h.open AND h.valid_until >= d.day))
             WHERE h.gpu = ? {where.replace("o.provider", "h.provider")}
             GROUP BY ALL ORDER BY h.provider, h.pricing, day""",
         params,

@@ -342,4 +342,37 @@ UPDATE gpus SET bf16_tflops = NULL WHERE architecture IN ('Volta', 'Turing');
     )
 )
 
+MIGRATIONS.append(
+    (
+        7,
+        "gpu_hourly counts offers, and sees a price observed at midnight",
+        """
+-- offers: distinct offers, not price intervals (an offer repriced that day counted twice, and its two prices
+-- both entered the median); the median and the minimum are over each offer's cheapest price of the day. An open
+-- price whose last sighting is exactly midnight (observed once, at 00:00 UTC) covered no time and was missing.
+CREATE OR REPLACE VIEW gpu_hourly AS
+WITH days AS (
+    SELECT unnest(generate_series(date_trunc('day', (SELECT min(valid_from) FROM prices)),
+                                  date_trunc('day', (SELECT max(last_seen) FROM prices)),
+                                  INTERVAL 1 DAY)) AS day
+),
+per_offer AS (
+    SELECT h.gpu, h.provider, h.pricing, d.day::DATE AS day, h.offer_id,
+           min(h.usd_per_gpu_hour) AS cheapest, max(h.usd_per_gpu_hour) AS dearest
+    FROM price_history h
+    JOIN days d ON h.valid_from < d.day + INTERVAL 1 DAY
+               AND (h.valid_to > d.day OR (h.valid_to IS NULL AND h.last_seen >= d.day))
+    GROUP BY ALL
+)
+SELECT gpu, provider, pricing, day,
+       min(cheapest) AS min_usd_per_gpu_hour,
+       median(cheapest) AS median_usd_per_gpu_hour,
+       max(dearest) AS max_usd_per_gpu_hour,
+       count(*) AS offers
+FROM per_offer
+GROUP BY ALL;
+""",
+    )
+)
+
 LATEST = MIGRATIONS[-1][0]

@@ -316,3 +316,31 @@ def test_breakeven_rent_ignores_a_marketplace_group_no_longer_listed(db_path):
     assert rent_observed(con, "RTX-4090")["market"] is None
     assert rent_observed(con, "H100-SXM")["market"]["usd_per_gpu_hour"] == 2.0
     con.close()
+
+
+def test_gpu_hourly_counts_offers_and_sees_a_price_observed_at_midnight(db_path, make_record):
+    """gpu_hourly counted price intervals as offers (an offer repriced that day counted twice, both prices in the
+    median), and a price observed only at 00:00 UTC covered no time and was missing; history too."""
+    from datetime import UTC, datetime, timedelta
+
+    from warehouse.db import open_warehouse
+    from warehouse.history import daily_cheapest
+    from warehouse.load import RunRecord, load_run
+
+    con = open_warehouse(db_path)
+    noon = datetime(2026, 11, 20, 12, tzinfo=UTC)
+    for at, p5 in ((noon, 98.32), (noon + timedelta(hours=6), 55.04)):  # repriced the same day
+        load_run(con, RunRecord("aws", "live", at, at, prices=[make_record("p5.48xlarge", p5, at=at)]))
+    midnight = datetime(2026, 11, 22, tzinfo=UTC)
+    lambda_ = make_record("gpu_8x_h100_sxm5", 23.92, provider="lambda", region="us", at=midnight)
+    load_run(con, RunRecord("lambda", "live", midnight, midnight, prices=[lambda_]))
+    rows = con.execute(
+        "SELECT provider, day::VARCHAR, offers, round(median_usd_per_gpu_hour, 2) FROM gpu_hourly "
+        "WHERE gpu = 'H100-SXM' ORDER BY provider, day"
+    ).fetchall()
+    daily = daily_cheapest(con, "H100-SXM", datetime(2026, 11, 1, tzinfo=UTC))
+    con.close()
+    assert ("aws", "2026-11-20", 1, 6.88) in rows  # one offer; its cheapest price of the day
+    assert ("lambda", "2026-11-22", 1, 2.99) in rows
+    assert {(r["provider"], str(r["day"]), r["offers"]) for r in daily} >= {("aws", "2026-11-20", 1),
+                                                                          ("lambda", "2026-11-22", 1)}  # fmt: skip
