@@ -183,7 +183,10 @@ class Fetcher:
             last = attempt == self.retry.attempts - 1
             try:
                 try:
-                    return await asyncio.wait_for(self._once(request, url, scope, to_file), whole)
+                    # asyncio.timeout, not wait_for: no task of its own, so a Ctrl-C's cancellation reaches the
+                    # request where it is (a wait_for task could still send on a client already closed)
+                    async with asyncio.timeout(whole):
+                        return await self._once(request, url, scope, to_file)
                 except TimeoutError:
                     raise _Retryable(f"no whole answer within {whole:g}s") from None
             except _Retryable as exc:

@@ -39,12 +39,10 @@ def test_two_runs_happen_and_overlapping_runs_are_coalesced():
         return 0
 
     schedule = Schedule(job, make_trigger(None, "0.1s", "UTC", 0), run_now=True, log=lambda _: None)
-    thread = threading.Thread(target=schedule.scheduler.start, daemon=True)
-    thread.start()
+    schedule.scheduler.start()  # its own thread (a BackgroundScheduler): returns once that thread runs
     time.sleep(1.3)
     schedule.request_stop()
     schedule.idle.wait(5)
-    thread.join(5)
     assert len(runs) >= 2  # it ran repeatedly ...
     assert most[0] == 1  # ... never two at once ...
     assert len(runs) <= 5  # ... and missed firings were coalesced, not queued (1.3 s / 0.1 s would be 13)
@@ -234,8 +232,7 @@ def test_a_cron_job_is_scheduled_not_paused(cron):
     from datetime import UTC, datetime
 
     schedule = Schedule(lambda stop: 0, make_trigger(cron, None, "UTC", 0), run_now=False, log=lambda _: None)
-    thread = threading.Thread(target=schedule.scheduler.start, daemon=True)
-    thread.start()
+    schedule.scheduler.start()  # its own thread (a BackgroundScheduler): returns once that thread runs
     try:
         deadline = time.monotonic() + 10
         while schedule.scheduler.state == 0 and time.monotonic() < deadline:
@@ -243,7 +240,6 @@ def test_a_cron_job_is_scheduled_not_paused(cron):
         upcoming = schedule.next_run()
     finally:
         schedule.request_stop()
-        thread.join(5)
     expected = make_trigger(cron, None, "UTC", 0).get_next_fire_time(None, datetime.now(UTC))
     assert upcoming is not None and abs((upcoming - expected).total_seconds()) < 1
 
@@ -461,15 +457,13 @@ def test_a_run_that_found_the_warehouse_busy_is_tried_again():
     lines = []
     schedule = Schedule(job, make_trigger(None, "1h", "UTC", 0), run_now=True, log=lines.append)
     schedule.retry_seconds = 0.5
-    thread = threading.Thread(target=schedule.scheduler.start, daemon=True)
-    thread.start()
+    schedule.scheduler.start()  # its own thread (a BackgroundScheduler): returns once that thread runs
     try:
         deadline = time.monotonic() + 20
         while len(calls) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         schedule.request_stop()
-        thread.join(5)
     assert len(calls) == 2 and 0.4 <= calls[1] - calls[0] <= 5
     assert any("retry 1 of 3" in line and "the warehouse was busy" in line for line in lines)
     assert schedule.retries == 0  # the retry succeeded
