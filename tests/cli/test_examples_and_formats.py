@@ -1,5 +1,5 @@
-"""Small CLI bugs a new-user audit found (audit B): examples in --help and README that the parsers refused,
-errors that did not say what was wrong, and formats that did not carry what they promised."""
+"""What --help and README show works as shown, errors say what was wrong, and every format carries what it promises:
+the examples the parsers refused, the errors that misled, and the formats that dropped fields (a new-user audit)."""
 
 from __future__ import annotations
 
