@@ -59,6 +59,8 @@ def make_trigger(cron: str | None, every: str | None, timezone: str, jitter: int
         raise UsageError(f"unknown --timezone {timezone!r}; use an IANA name such as UTC or Europe/Berlin") from None
     if jitter is not None and jitter < 0:
         raise UsageError("--jitter must be 0 or more seconds")
+    if every and timezone != "UTC":  # it was silently ignored: an interval counts from the start, in no zone
+        raise UsageError("--timezone applies to --cron; --every counts its interval from the start")
     if every:
         trigger = IntervalTrigger(seconds=parse_every(every).total_seconds(), timezone=tz)
     else:

@@ -508,3 +508,9 @@ def test_the_log_survives_a_reader_of_stdout_that_went_away(monkeypatch, capsys)
     log("2026-11-29T03:00:00Z aws ok")
     log("2026-11-29T03:00:01Z pruned 0 raw payload file(s)")
     assert capsys.readouterr().err == "2026-11-29T03:00:00Z aws ok\n2026-11-29T03:00:01Z pruned 0 raw payload file(s)\n"
+
+
+def test_a_timezone_with_every_is_refused_not_ignored():
+    with pytest.raises(UsageError, match="--timezone applies to --cron; --every counts its interval from the start"):
+        make_trigger(None, "6h", "Europe/Berlin", 0)
+    assert make_trigger(None, "6h", "UTC", 0).interval.total_seconds() == 6 * 3600
