@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cli.output import note
-from warehouse.errors import WarehouseError
+from warehouse.errors import NeedsMigrating, WarehouseError
 
 if TYPE_CHECKING:
     import duckdb
@@ -181,9 +181,7 @@ def open_for_reading(db: Path | None, *, need_prices: bool = True) -> Readable:
     # core: plain SQL needs only DuckDB's compiled engine, not its Python package (warehouse/db.py)
     try:
         con = open_warehouse(path, read_only=True, on_wait=note, core=True)
-    except WarehouseError as exc:
-        if "needs migrating" not in str(exc):
-            raise
+    except NeedsMigrating:
         open_warehouse(path, on_wait=note).close()
         con = open_warehouse(path, read_only=True, on_wait=note, core=True)
     if need_prices and not has_prices(con):

@@ -220,6 +220,8 @@ class Schedule:
         )
 
     def _run(self) -> None:
+        from scraper.refresh import Cancelled
+
         if self.stop.is_set():
             return
         self.idle.clear()
@@ -228,7 +230,7 @@ class Schedule:
             self.runs += 1
         except Exception as exc:  # a crashed run is logged; the schedule goes on
             reason = exc.one_line() if isinstance(exc, CostoptError) else f"{type(exc).__name__}: {exc}"
-            stopped = self.stop.is_set() and type(exc).__name__ == "Cancelled"  # a stop asked for, not a failure
+            stopped = self.stop.is_set() and isinstance(exc, Cancelled)  # a stop asked for, not a failure
             self.log(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} run {'stopped' if stopped else 'failed'}: {reason}")
             self.last_code = 1
             self.runs += 1
@@ -369,16 +371,15 @@ def _resilient_log() -> Callable[[str], None]:
 
 def _check_warehouse(db_path: Path) -> None:
     """Refuse at start, not at every run for months, a --db that is not a costopt warehouse. A missing file is
-    fine (the first run creates it); a busy one too (a reader may hold it for a while)."""
+    fine (the first run creates it); a busy one too (a reader may hold it for a while), and one an older costopt
+    wrote (the first run migrates it)."""
     from warehouse.db import open_warehouse
-    from warehouse.errors import WarehouseLocked
+    from warehouse.errors import NeedsMigrating, WarehouseLocked
 
     if not db_path.exists():
         return
-    try:
+    with contextlib.suppress(WarehouseLocked, NeedsMigrating):
         open_warehouse(db_path, read_only=True, wait_seconds=0).close()
-    except WarehouseLocked:
-        return
 
 
 def _hold_schedule_lock(db_path: Path) -> Any:

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from warehouse.errors import WarehouseError, WarehouseLocked, from_duckdb, is_duckdb_error
+from warehouse.errors import NeedsMigrating, WarehouseError, WarehouseLocked, from_duckdb, is_duckdb_error
 from warehouse.migrations import LATEST, MIGRATIONS
 
 if TYPE_CHECKING:
@@ -269,7 +269,7 @@ def open_warehouse(
                     hint="upgrade costopt",
                 )
             if version < LATEST:
-                raise WarehouseError(f"the warehouse at {path} needs migrating; open it read-write once")
+                raise NeedsMigrating(f"the warehouse at {path} needs migrating; open it read-write once")
         else:
             migrate(con)
     except Exception as exc:

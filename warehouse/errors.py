@@ -44,6 +44,10 @@ class WarehouseLocked(WarehouseError):
     transient = True
 
 
+class NeedsMigrating(WarehouseError):
+    """A read-only open of a warehouse written by an older costopt: a read-write open migrates it."""
+
+
 class ProviderError(CostoptError):
     """Fetching from a provider failed (HTTP status, timeout, size cap)."""
 

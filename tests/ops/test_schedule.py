@@ -514,3 +514,22 @@ def test_a_timezone_with_every_is_refused_not_ignored():
     with pytest.raises(UsageError, match="--timezone applies to --cron; --every counts its interval from the start"):
         make_trigger(None, "6h", "Europe/Berlin", 0)
     assert make_trigger(None, "6h", "UTC", 0).interval.total_seconds() == 6 * 3600
+
+
+@pytest.mark.slow
+def test_a_warehouse_an_older_costopt_wrote_is_scheduled_not_refused(tmp_path):
+    """The start's check opened the warehouse read-only, which refuses an older schema ("needs migrating"): every
+    warehouse in use when a migration ships would have been refused. The first run migrates it."""
+    from warehouse.migrations import LATEST
+
+    db = tmp_path / "wh.duckdb"
+    con = open_warehouse(db)
+    con.execute("DELETE FROM schema_migrations WHERE version = ?", [LATEST])  # as the previous costopt left it
+    con.close()
+    proc = _started(["schedule", "--every", "1h", "--replay", str(REPO / "fixtures"), "--db", str(db)])
+    try:
+        assert "first run at" in proc.stdout.readline()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and err == ""
