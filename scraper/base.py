@@ -45,6 +45,23 @@ def regions_from(
     return regions
 
 
+# one dollar amount and nothing else: thousands grouped by commas, a footnote mark ("*", "^1") may follow
+_DOLLARS = re.compile(r"\$\s*((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)\s*(?:\^\s*\d+|\*+)?")
+
+
+def dollar_amount(text: str) -> float | None:
+    """The USD figure of a web page's price cell ("$3.99", "$1,008.00", "$20.00*"); None unless the cell is exactly
+    one non-negative dollar amount.
+
+    Searching a cell for its first number read ``$-3.99`` as 3.99, ``Was $4.49 now $3.99`` as 4.49 and ``8x $2.99``
+    as 8 (Lambda's page: a whole page of negative prices loaded as yesterday's confirmed). Which figure of a cell
+    holding several is the price would be a guess, so none is. Zero is returned as 0.0: whether "$0.00" is a price
+    is the parser's call.
+    """
+    match = _DOLLARS.fullmatch(text.strip())
+    return None if match is None else float(match.group(1).replace(",", ""))
+
+
 def require_whole_html(markup: bytes | str, provider: str, url: str) -> None:
     """Refuse an HTML page that stops before its closing tags: a download cut short.
 

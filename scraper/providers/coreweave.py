@@ -43,7 +43,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from scraper.base import ParseResult, Provider, RawPayload, require_whole_html
+from scraper.base import ParseResult, Provider, RawPayload, dollar_amount, require_whole_html
 from scraper.soup import BeautifulSoup, NavigableString, Tag
 from warehouse.errors import ParseError
 from warehouse.records import PriceRecord
@@ -117,7 +117,6 @@ def canonical_gpu(model: str, slug: str, vram_gb: float | None) -> str | None:
     return small if vram_gb is not None and vram_gb < A100_80GB_MIN_GB else big
 
 
-_PRICE = re.compile(r"\$\s*(\d[\d,]*(?:\.\d+)?)\s*(?:\^\s*\d+|\*+)?")
 _COUNT = re.compile(r"(\d+)\s*(?:\^\s*\d+|\*+)?")
 _NUMBER = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*([a-z]*)", re.IGNORECASE)
 _REGION = re.compile(r"region\s*:\s*(.+)", re.IGNORECASE)
@@ -125,11 +124,8 @@ _REGION = re.compile(r"region\s*:\s*(.+)", re.IGNORECASE)
 
 def parse_price(text: str) -> float | None:
     """USD figure of a price cell ("$49.24", "$1,008.00"); None for N/A, empty, Contact sales, $0."""
-    match = _PRICE.fullmatch(text.strip())
-    if match is None:
-        return None
-    value = float(match.group(1).replace(",", ""))
-    return value if value > 0 else None
+    value = dollar_amount(text)
+    return value if value is not None and value > 0 else None
 
 
 def parse_gpu_count(text: str) -> int | None:

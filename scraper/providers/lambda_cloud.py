@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from scraper.base import ParseResult, Provider, RawPayload, require_whole_html
+from scraper.base import ParseResult, Provider, RawPayload, dollar_amount, require_whole_html
 from scraper.soup import BeautifulSoup, Tag
 from warehouse.errors import ParseError
 from warehouse.records import PriceRecord
@@ -81,26 +81,9 @@ def canonical_gpu(description: str, vram_gb: float | None = None) -> str | None:
 
 
 def _number(text: str) -> float | None:
-    """The first figure in a spec cell ("180 GB", "2900 GiB", "208"); never used for a price (see ``_price``)."""
+    """The first figure in a spec cell ("180 GB", "2900 GiB", "208"); never used for a price (``dollar_amount``)."""
     match = re.search(r"\d[\d,]*(?:\.\d+)?", text)
     return float(match.group().replace(",", "")) if match else None
-
-
-# a price cell is one dollar amount and nothing else (a footnote mark may follow), as CoreWeave's parse_price
-_PRICE = re.compile(r"\$\s*(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*\**")
-
-
-def _price(text: str) -> float | None:
-    """USD figure of a page price cell ("$3.99"); None for anything that is not exactly one amount.
-
-    Searching the cell for its first number read ``$-3.99`` as 3.99, ``Was $4.49 now $3.99`` as 4.49
-    and ``8x $2.99`` as 8: a whole page of negative prices then loaded as yesterday's prices
-    confirmed. Which figure of a cell holding several is the price would be a guess, so none is.
-    """
-    match = _PRICE.fullmatch(text.strip())
-    if match is None:
-        return None
-    return float(match.group(1).replace(",", "") + (match.group(2) or ""))
 
 
 def _gib(text: str) -> float | None:
@@ -243,7 +226,7 @@ class LambdaProvider(Provider):
             str(td.get("data-label") or "").strip().upper(): td.get_text(" ", strip=True) for td in row.find_all("td")
         }
         price_text = next((v for k, v in cells.items() if k.startswith("PRICE")), "")
-        per_gpu = _price(price_text)
+        per_gpu = dollar_amount(price_text)
         count = self._gpu_count(row)
         vram = _number(cells.get("VRAM/GPU", ""))
         gpu = canonical_gpu(plan, vram)
