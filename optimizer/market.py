@@ -1,19 +1,16 @@
-"""What renting k instances from a marketplace costs: a price a renter can expect, not one listing's floor.
+"""What renting a listing from a marketplace costs: a price a renter can expect, not one listing's floor.
 
 A marketplace group (Vast.ai: GPU x GPUs per listing x verified x host kind) holds listings at many
 prices, each from one host. The warehouse keeps every listing of the latest run (price, country,
-reliability). A plan prices renting ``k`` of them as follows:
+reliability). A plan rents one listing of a group (listings are separate hosts with no cluster network
+between them, so a job is never spread over several: ``optimizer.plan``) and prices it as follows:
 
 1. **Eligible listings**: those at or above ``--min-reliability`` (Vast's ``reliability2``) and, with
    ``--region``, in one of those countries. A listing without a reliability score is not eligible.
-2. **Enough of them**: a group with fewer than ``--min-listings`` eligible listings is not offered,
-   and an option needing more instances than there are eligible listings is not offered either.
-3. **The price of k instances**: the i-th instance (i = 1..k) costs the larger of the i-th cheapest
-   eligible listing and the chosen quantile ``q`` of the eligible listings (``--market-price
-   min|p10|median``, default median); the option's price per instance is their mean. With ``min``
-   that is exactly the k cheapest listings (what is listed right now, if nobody else takes them);
-   with ``median`` a renter pays the typical listing for the first half of the market and the actual
-   listings beyond it: renting more than half the market costs more than its median.
+2. **Enough of them**: a group with fewer than ``--min-listings`` eligible listings is not offered.
+3. **The price**: the chosen quantile of the eligible listings (``--market-price min|p10|median``,
+   default median): ``min`` is the cheapest listing right now (if nobody else takes it), ``median``
+   the typical one.
 4. **Interruptible bids** (``min_bid`` listings) are placed ``BID_PREMIUM`` above each listing's floor:
    a bid at the floor is outbid by anyone. The outbid hazard itself is in the spot model
    (defaults.SPOT_HAZARD["vastai"]).
@@ -74,22 +71,15 @@ class Market:
         """The chosen quantile of the eligible listings (USD per listing-hour)."""
         return quantile(list(self.prices), _Q[self.policy.price])
 
-    def price_per_instance(self, k: int) -> float | None:
-        """Mean price of k instances (i-th: max(i-th cheapest, quantile)); None when k exceeds the listings."""
-        if k < 1 or k > self.count:
-            return None
-        floor = self.reference
-        return sum(max(p, floor) for p in self.prices[:k]) / k
+    @property
+    def rule(self) -> str:
+        """Which price a listing is rented at, in a word: "median", "p10", "cheapest"."""
+        return "cheapest" if self.policy.price == "min" else self.policy.price
 
-    def rule(self, k: int) -> str:
-        """Which price k instances pay, in a word or two: "median", "p10", "3 cheapest", "cheapest"."""
-        if self.policy.price == "min" or self.prices[k - 1] > self.reference:
-            return f"{k} cheapest" if k > 1 else "cheapest"
-        return self.policy.price
-
-    def basis(self, k: int) -> str:
+    @property
+    def basis(self) -> str:
         """The whole phrase: which price, how many listings stand behind it, and the bid premium."""
-        text = f"{self.rule(k)} of {self.count} listings"
+        text = f"{self.rule} of {self.count} listings"
         if self.interruptible:
             text = f"bid floor+{self.policy.bid_premium:.0%}, {text}"
         return text

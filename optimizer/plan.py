@@ -532,12 +532,10 @@ class _Builder:
                 o.market_basis = o.market_rule = None
                 o.countries = []
             else:
-                listed = market.price_per_instance(n)
-                assert listed is not None  # n <= market.count
-                per_hour = float(listed)
+                per_hour = market.reference  # one listing (n is 1), at the group's quantile
                 o = _Option(base, ident, keys, n)
-                o.market_basis = market.basis(n)
-                o.market_rule = market.rule(n)
+                o.market_basis = market.basis
+                o.market_rule = market.rule
                 o.countries = list(market.countries)
             assert per_hour is not None
             price = per_hour * n

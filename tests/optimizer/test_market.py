@@ -22,26 +22,19 @@ def listing(usd: float, country: str = "US", reliability: float | None = 0.99) -
 FIVE = [listing(p) for p in (10.0, 1.0, 4.0, 3.0, 2.0)]  # sorted: 1 2 3 4 10; median 3, p10 1 + 0.4 x 1 = 1.4
 
 
-def test_k_instances_pay_the_larger_of_the_ith_cheapest_and_the_quantile():
+def test_a_listing_is_rented_at_the_groups_quantile():
     market = market_of(FIVE, MarketPolicy(), interruptible=False)
     assert market is not None and market.prices == (1.0, 2.0, 3.0, 4.0, 10.0) and market.reference == 3.0
-    assert market.price_per_instance(1) == 3.0  # max(1, 3)
-    assert market.price_per_instance(3) == 3.0  # (3 + 3 + 3) / 3
-    assert market.price_per_instance(4) == pytest.approx(3.25)  # (3 + 3 + 3 + 4) / 4
-    assert market.price_per_instance(5) == pytest.approx(4.6)  # (3 + 3 + 3 + 4 + 10) / 5
-    assert market.price_per_instance(6) is None  # more instances than listings: not offered
-    assert (market.rule(3), market.rule(4)) == ("median", "4 cheapest")
-    assert market.basis(4) == "4 cheapest of 5 listings"
+    assert (market.rule, market.basis) == ("median", "median of 5 listings")
 
 
 def test_min_and_p10_policies():
     cheapest = market_of(FIVE, MarketPolicy(price="min"), interruptible=False)
-    assert cheapest is not None
-    assert cheapest.price_per_instance(1) == 1.0 and cheapest.price_per_instance(2) == pytest.approx(1.5)
+    assert cheapest is not None and cheapest.reference == 1.0
+    assert cheapest.basis == "cheapest of 5 listings"
     p10 = market_of(FIVE, MarketPolicy(price="p10"), interruptible=False)
     assert p10 is not None and p10.reference == pytest.approx(1.4)
-    assert p10.price_per_instance(2) == pytest.approx((1.4 + 2.0) / 2)
-    assert p10.basis(1) == "p10 of 5 listings"
+    assert p10.basis == "p10 of 5 listings"
 
 
 def test_reliability_country_and_bid_premium():
@@ -61,7 +54,7 @@ def test_reliability_country_and_bid_premium():
     assert strict is not None and strict.prices == (5.0,)
     bids = market_of(items, MarketPolicy(), interruptible=True)
     assert bids is not None and bids.prices == pytest.approx((3.75, 5.0, 6.25))  # min_bid x 1.25
-    assert bids.basis(1) == "bid floor+25%, median of 3 listings"
+    assert bids.basis == "bid floor+25%, median of 3 listings"
     assert market_of(None, MarketPolicy(), interruptible=False) is None
 
 
