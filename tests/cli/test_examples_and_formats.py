@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -197,18 +198,12 @@ def test_plan_csv_carries_every_figure_of_the_json(seeded):
             expected_columns.add(CSV_NAME.get(key, key))
     assert expected_columns <= set(rows[0]), expected_columns - set(rows[0])
 
-    def cell(value: object) -> str:
-        if value is None:
-            return ""
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        if isinstance(value, list):
-            return " ".join(str(v) for v in value)
-        return str(value)
+    def spaced(values: list) -> str:  # plan's CSV writes its lists (regions, countries) space-separated
+        return " ".join(str(v) for v in values)
 
     for option, row in zip(options, rows, strict=True):
         for key in COMPARED:
-            assert row[CSV_NAME.get(key, key)] == cell(option[key]), (key, row, option)
+            assert row[CSV_NAME.get(key, key)] == _csv_cell(option[key], spaced), (key, row, option)
     assert {row["source"] for row in rows} >= {"https://console.vast.ai/api/v0/bundles/"}
     assert any(row["listing_countries"] for row in rows)
 
@@ -223,13 +218,14 @@ def _flat(data: dict, prefix: str = "") -> dict:
     return out
 
 
-def _csv_cell(value: object) -> str:
+def _csv_cell(value: object, lists: Callable[[list], str] = json.dumps) -> str:
+    """A JSON value as costopt's CSV writes it: null empty, booleans lower case, a list by ``lists``."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list):
-        return json.dumps(value)
+        return lists(value)
     return str(value)
 
 
