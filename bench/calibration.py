@@ -220,7 +220,7 @@ def verdicts(out: Summary, default: Summary) -> None:
 
 def how_sure(held: Sequence[HeldOut], *, checked: int) -> None:
     """The out-of-sample shares with an organisation bootstrap's 95 % interval, and what a check of ``checked`` runs
-    of as many organisations would count (optimizer/resampling.py): how far a share on 58 organisations, or issue 14's
+    of as many organisations would count (optimizer/resampling.py): how far a share on 59 organisations, or issue 14's
     twelve-run check, can move by which organisations published. The targets are judged on the shares themselves."""
     organisations = [h.case.organisation for h in held]
     outcomes = [
