@@ -72,6 +72,16 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     alerts: list[Alert] = field(default_factory=list)
 
+    @property
+    def reason(self) -> str | None:
+        """``error`` without the ``<provider>:`` its message starts with (errors name their provider, to be read on
+        their own in ``costopt runs`` or a webhook), for a line that names the provider already: the failure line
+        ``lambda failed: HTTP 500 ...`` said ``lambda failed: lambda: HTTP 500 ...``."""
+        if self.error is None:
+            return None
+        own = f"{self.provider}: "
+        return self.error[len(own) :] if self.error.startswith(own) else self.error
+
     def as_dict(self) -> dict[str, object]:
         return {
             "provider": self.provider,
@@ -507,7 +517,7 @@ def _load_all(
             if outcome.status == "ok":
                 say(outcome.provider, f"loaded {outcome.offers} offers, {outcome.prices_changed} prices changed")
             elif outcome.status != "cancelled":
-                say(outcome.provider, f"{outcome.status}: {outcome.error}")
+                say(outcome.provider, f"{outcome.status}: {outcome.reason}")
         _raise_alerts(con, ordered)
     finally:
         if not given:

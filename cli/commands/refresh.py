@@ -95,7 +95,7 @@ def refresh_command(
     )
     for o in outcomes:
         if o.status != "ok" and o.error:
-            note(f"costopt: {o.provider} {o.status}: {o.error}")
+            note(f"costopt: {o.provider} {o.status}: {o.reason}")
         for alert in o.alerts:
             if alert.severity != "info" and alert.message != o.error:  # a suspect drop is said once
                 note(f"costopt: {alert.severity}: {alert.message}")

@@ -56,6 +56,6 @@ def reparse_command(
     )
     for o in outcomes:
         if o.status == "failed" and o.error:
-            note(f"costopt: {o.provider} failed: {o.error}")
+            note(f"costopt: {o.provider} failed: {o.reason}")
     if any(o.status == "failed" for o in outcomes):
         raise typer.Exit(1)

@@ -81,7 +81,22 @@ def test_a_warehouse_cut_to_its_header_and_a_refresh_into_a_damaged_one(warehous
         handle.truncate(damaged.stat().st_size // 2)
     out = costopt("refresh", "--replay", str(FIXTURES), "--provider", "lambda", "--db", str(damaged))
     stderr = one_line_error(out, 1)  # the provider's load failed; that is its one line
-    assert stderr.startswith("costopt: lambda failed: lambda: not loaded: the warehouse file is damaged")
+    assert stderr.startswith("costopt: lambda failed: not loaded: the warehouse file is damaged")
+
+
+def test_a_provider_failure_line_names_the_provider_once(tmp_path):
+    """The error names its provider (it is read alone in `costopt runs` and the webhook); the line that says
+    "<provider> failed" printed it twice: `costopt: lambda failed: lambda: ...`."""
+    recording = tmp_path / "replay" / "lambda"
+    shutil.copytree(FIXTURES / "lambda", recording)
+    (recording / "pricing.html").write_text("<html><body><p>Pricing moved.</p></body></html>")
+    db = tmp_path / "w.duckdb"
+    out = costopt("refresh", "--replay", str(recording.parent), "--provider", "lambda", "--db", str(db))
+    stderr = one_line_error(out, 1)
+    with duckdb.connect(str(db), read_only=True) as con:
+        error = con.execute("SELECT error FROM scrape_runs").fetchall()[0][0]
+    assert error.startswith("lambda: ")  # the stored error still names its provider
+    assert stderr == f"costopt: lambda failed: {error.removeprefix('lambda: ')}\n"
 
 
 def test_export_and_plot_to_places_that_cannot_be_written(warehouse, tmp_path):
