@@ -151,6 +151,8 @@ class AwsProvider(Provider):
         listed = data.get("regions") if isinstance(data, dict) else None
         if not isinstance(listed, dict):
             raise ParseError(f"aws: {index.url}: region index has no 'regions' object")
+        if not listed:  # an upstream fault, not the user's COSTOPT_AWS_REGIONS: every region would be "missing"
+            raise ParseError(f"aws: {index.url}: the region index lists no region")
         missing = [r for r in regions if r not in listed]
         if missing:
             raise ProviderError(

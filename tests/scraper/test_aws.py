@@ -469,6 +469,16 @@ def test_malformed_region_index_is_a_parse_error(tmp_path):
             fetch(AwsProvider(ENV), fetcher)
 
 
+def test_a_region_index_listing_no_region_is_an_upstream_fault_not_the_users_config(tmp_path):
+    """Valid JSON with an empty ``regions`` object blamed COSTOPT_AWS_REGIONS ("not in the EC2 region index ...;
+    known: " and nothing after it)."""
+    with respx.mock(assert_all_called=False) as mock:
+        mock.get(INDEX_URL).respond(200, json=region_index())
+        fetcher, _ = make_fetcher(tmp=tmp_path)
+        with pytest.raises(ParseError, match=r"region_index.json: the region index lists no region$"):
+            fetch(AwsProvider(ENV), fetcher)
+
+
 def payload(url: str, body: bytes = b"", path: Path | None = None, scope=()) -> RawPayload:
     return RawPayload(url=url, fetched_at=T0, status=200, body=body, path=path, scope=scope)
 
