@@ -435,9 +435,11 @@ def _load_prices(
            FROM prices p JOIN offers o USING (offer_id) JOIN _runs r ON r.provider = o.provider
            WHERE p.valid_to IS NULL"""
     )
-    # unchanged: confirm (and take the source's newer time: a republished file vouches for the price anew)
+    # unchanged: confirm, and the price's provenance is now this run's read of it: its URL, the source's time (a
+    # republished file vouches for the price anew) and, through last_run, its data_origin -- keeping the first
+    # run's URL beside the latest run's time and origin described no run (a replay's lambda.ai page "live")
     con.execute(
-        """UPDATE prices p SET last_seen = b.obs, last_run = b.run_id, source_time = b.source_time,
+        """UPDATE prices p SET last_seen = b.obs, last_run = b.run_id, source = b.source, source_time = b.source_time,
                   source_basis = b.source_basis, effective_since = b.effective_since
            FROM _obs b WHERE p.offer_id = b.offer_id AND p.pricing = b.pricing AND p.valid_to IS NULL
            AND abs(p.usd_per_hour - b.usd_per_hour) < 1e-9"""
@@ -513,6 +515,8 @@ def _load_prices(
         "INSERT INTO _held",
         [("VARCHAR", [row[i] for row in held]) for i in range(4)],
     )
+    # carried: the source answered "unchanged" (a 304, an AWS publication already loaded) at the same URL; an
+    # observed price's source_time is its last_seen (NULL stored), so it moves with the confirmation
     con.execute(
         """UPDATE prices p SET last_seen = x.obs, last_run = x.run_id
            FROM _open x JOIN _carried c ON c.provider = x.provider AND c.region = x.region AND c.pricing = x.pricing

@@ -45,6 +45,32 @@ def test_unchanged_price_extends_the_open_interval(con, make_record):
     assert first_run < last_run
 
 
+def test_a_confirmed_price_names_one_run_its_source_time_basis_and_origin(con, make_record):
+    """A replay of derived figures, then a live run that reads the same price from another URL: the price is the
+    live run's read, all four fields of it. The URL stayed the replay's while the time, basis and origin moved on
+    (audit N5: `https://lambda.ai/pricing` from the replay labelled `live`, observed by the mirror)."""
+    from dataclasses import replace
+
+    vintage = T0 - 200 * DAY
+    replayed = replace(
+        make_record(provider="lambda", region="all", instance_type="gpu_1x_h100_sxm", gpu_count=1, usd=3.29),
+        source="https://lambda.ai/pricing",
+        source_time=vintage,
+        source_basis="declared",
+    )
+    load_run(con, RunRecord("lambda", "replay", T0, T0, prices=[replayed], data_origin="derived"))
+    live = replace(replayed, source="http://127.0.0.1:8080/lambda/pricing", source_time=None, source_basis="observed",
+                   observed_at=T0 + DAY)  # fmt: skip
+    load_run(con, RunRecord("lambda", "live", T0 + DAY, T0 + DAY, prices=[live]))
+    provenance = "SELECT source, source_time, source_basis, data_origin, observed_at, price_since FROM current_prices"
+    row = con.execute(provenance).fetchall()
+    assert row == [("http://127.0.0.1:8080/lambda/pricing", T0 + DAY, "observed", "live", T0 + DAY, T0)]
+    # a 304 (the page unchanged, not read again) keeps the four of one run too: the confirming run's
+    load_run(con, RunRecord("lambda", "live", T0 + 2 * DAY, T0 + 2 * DAY, carried={("all", "on_demand")}))
+    row = con.execute(provenance).fetchall()
+    assert row == [("http://127.0.0.1:8080/lambda/pricing", T0 + 2 * DAY, "observed", "live", T0 + 2 * DAY, T0)]
+
+
 def test_a_held_offer_is_neither_closed_nor_confirmed_even_in_a_carried_source(con, make_record):
     """``held`` (a row refused as invalid) keeps the open price exactly as it was; only the key matters,
     so the other offer of the same source is still closed, and a carried source does not confirm it."""
