@@ -3,8 +3,8 @@
 Every request costopt makes goes through :class:`Fetcher`: explicit timeouts, a User-Agent naming
 costopt and its version, a per-host concurrency limit, a response size cap, gzip, conditional GET
 (ETag / Last-Modified) and retries on 429, 5xx and connection errors with exponential backoff and
-jitter, honouring ``Retry-After``. Providers never build their own client, so none of them can
-forget one of these.
+jitter, honouring ``Retry-After`` up to 60 s (a longer one fails the request at once, see ``RetryPolicy``).
+Providers never build their own client, so none of them can forget one of these.
 """
 
 from __future__ import annotations
@@ -54,6 +54,11 @@ def make_client(*, timeout: float = 30.0, transport: httpx.AsyncBaseTransport | 
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
+    """How often and how long to wait. ``cap_seconds`` bounds every wait, a ``Retry-After`` too: a refresh gathers
+    every provider, so one server asking for an hour would hold the whole night's run (until the provider's
+    30-minute cap). A server that asks for longer is not asked again sooner than it said (that earns another 429
+    or 503): the request fails at once, transient, and the next run tries again (``Fetcher._with_retries``)."""
+
     attempts: int = 4
     base_seconds: float = 1.0
     cap_seconds: float = 60.0
@@ -190,6 +195,11 @@ class Fetcher:
                 except TimeoutError:
                     raise _Retryable(f"no whole answer within {whole:g}s") from None
             except _Retryable as exc:
+                if exc.retry_after is not None and exc.retry_after > self.retry.cap_seconds:
+                    raise TransientProviderError(
+                        f"{self.provider}: {exc.reason} from {url} asking to retry after {exc.retry_after:g}s, "
+                        f"longer than the {self.retry.cap_seconds:g}s a refresh waits; the next run tries again"
+                    ) from None
                 if last:
                     raise TransientProviderError(
                         f"{self.provider}: {exc.reason} from {url} after {self.retry.attempts} attempts"

@@ -41,6 +41,31 @@ def test_429_then_200_honours_retry_after():
 
 
 @respx.mock
+def test_a_retry_after_longer_than_the_cap_fails_at_once_instead_of_asking_sooner():
+    """A Retry-After over RetryPolicy.cap_seconds was cut to the cap: the server was asked again after 60 s, three
+    times, when it had said 120, and the README said "honouring Retry-After"."""
+    route = respx.get(URL).mock(return_value=httpx.Response(503, headers={"Retry-After": "120"}))
+    f, slept = fetcher()
+    with pytest.raises(TransientProviderError) as raised:
+        run(f.get(URL))
+    assert str(raised.value) == (
+        f"test: HTTP 503 from {URL} asking to retry after 120s, longer than the 60s a refresh waits; "
+        "the next run tries again"
+    )
+    assert slept == [] and route.call_count == 1
+
+
+@respx.mock
+def test_a_retry_after_at_the_cap_is_waited_exactly():
+    route = respx.get(URL).mock(
+        side_effect=[httpx.Response(429, headers={"Retry-After": "60"}), httpx.Response(200, json={"ok": 1})]
+    )
+    f, slept = fetcher()
+    assert run(f.get(URL)).status == 200
+    assert slept == [60.0] and route.call_count == 2
+
+
+@respx.mock
 def test_5xx_exhausted_is_transient_with_the_url():
     respx.get(URL).mock(return_value=httpx.Response(503))
     f, slept = fetcher()
