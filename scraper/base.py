@@ -179,10 +179,12 @@ class ParseResult:
     skipped_examples: list[str] = field(default_factory=list)
 
     def skip(self, reason: str, example: str) -> None:
-        """Count an upstream item the parser will not guess at, keeping a few examples to log."""
+        """Count an upstream item the parser will not guess at, keeping a few distinct examples to log (an offer
+        that every search returns, Vast.ai's on-demand and bid, is counted once per search but listed once)."""
         self.skipped[reason] += 1
-        if len(self.skipped_examples) < 20:
-            self.skipped_examples.append(f"{reason}: {example}")
+        line = f"{reason}: {example}"
+        if len(self.skipped_examples) < 20 and line not in self.skipped_examples:
+            self.skipped_examples.append(line)
 
 
 class Provider(ABC):

@@ -417,6 +417,21 @@ def test_replay_serves_both_searches_and_parses():
     assert h200.stats.offer_count >= 5
 
 
+def test_an_offer_skipped_by_both_searches_is_one_example_in_the_run_notes():
+    """Offer 27838644 has no price in the on-demand and the bid search: the notes listed it twice."""
+    from scraper.refresh import parse_and_validate
+
+    result, unknown, notes = parse_and_validate(VastProvider({}), _replayed())
+    assert unknown == 8 and result.skipped == {"unknown GPU": 6, "no price": 2}  # still counted per search
+    assert notes == [
+        "6 skipped: unknown GPU",
+        "2 skipped: no price",
+        "no price: 27838644: RTX 3090",
+        "unknown GPU: RTX 3060",
+        "unknown GPU: Q RTX 8000",
+    ]
+
+
 def test_snapshot_reproduces_the_published_statistics():
     """Pooled per-GPU-hour on-demand prices per GPU land on make_fixtures.TARGETS (min, p10, median, max)."""
     module = script_module(FIXTURES / "make_fixtures.py", "vast_make_fixtures")
