@@ -89,9 +89,11 @@ def require_fields(
     which a field holds a value of a type the parser cannot read.
 
     Each entry of ``fields`` lists alternatives (``("verified", "verification")``: either will do).
-    One item without a field is an odd row and is skipped by the parser; every item without it
-    means the upstream renamed or dropped the field, and reading on would misfile every offer
-    (an unverified host, country "unknown") instead of failing.
+    One item without a field (or with it null) is an odd row and is skipped by the parser; every item
+    without it means the upstream renamed or dropped the field, and reading on would misfile every offer
+    (an unverified host, country "unknown") instead of failing. A field that every item sends as
+    ``null`` is dropped as surely as a missing one (Vast.ai's ``geolocation: null`` in every offer loaded
+    with every listing's country "unknown").
 
     ``types`` gives, for the fields the parser groups or prices by, the decoded JSON types it reads
     (matched exactly: ``bool`` is no ``int`` here); ``None`` is absence, left to the parser as above.
@@ -103,7 +105,8 @@ def require_fields(
     objects = [item for item in items if isinstance(item, Mapping)]
     if not objects:
         return
-    missing = [names for names in fields if not any(name in item for item in objects for name in names)]
+    # null is absence here too: every item with ``"geolocation": null`` is the field gone, not a list of odd rows
+    missing = [names for names in fields if not any(item.get(name) is not None for item in objects for name in names)]
     if missing:
         from warehouse.errors import ParseError
 

@@ -330,6 +330,8 @@ class VastProvider(Provider):
         seen_ids: set[tuple[str, object]] = set()
         listed: dict[str, int] = defaultdict(int)
         usable: dict[str, int] = defaultdict(int)
+        located: dict[str, int] = defaultdict(int)  # listings whose geolocation gives a country
+        unplaced: dict[str, object] = {}  # an example geolocation that gave none
         for payload in payloads:
             if payload.not_modified:
                 continue
@@ -351,6 +353,10 @@ class VastProvider(Provider):
                     continue
                 usable[pricing] += 1
                 group, item, offer_id = listing
+                if item.country != "unknown":
+                    located[pricing] += 1
+                else:
+                    unplaced.setdefault(pricing, offer.get("geolocation") if isinstance(offer, dict) else None)
                 if offer_id is not None:
                     if (pricing, offer_id) in seen_ids:
                         continue
@@ -363,6 +369,13 @@ class VastProvider(Provider):
                 raise ParseError(
                     f"vastai: {count} {SEARCH_TYPES[pricing]} offers but none readable (skipped in this run: "
                     f"{reasons}): the offers' fields changed"
+                )
+            if usable[pricing] and not located[pricing]:
+                # every listing "unknown": the geolocation's form changed ("Germany" for "DE", a nested object);
+                # loading on would label the whole market country-less (null in every offer: require_fields)
+                raise ParseError(
+                    f"vastai: none of {usable[pricing]} {SEARCH_TYPES[pricing]} offers has a readable country (e.g. "
+                    f"geolocation {unplaced.get(pricing)!r}, read as 'Region, CC'): the offers' fields changed"
                 )
         for group in sorted(listings, key=lambda g: (g.pricing, g.gpu, g.num_gpus, g.instance_type)):
             items = listings[group]

@@ -533,6 +533,24 @@ def test_one_offer_with_a_retyped_field_fails_the_answer_and_none_values_stay_re
     )
 
 
+def test_offers_that_all_lost_their_country_fail_the_answer_instead_of_loading_a_country_less_market():
+    """``geolocation: null`` in every offer loaded (exit 0) with every listing's country "unknown": null passed
+    the presence check, as a key that is there. A form the parser cannot read in every offer ("Germany" for
+    "DE") is the same fault. Some offers without a country stay odd listings, read as "unknown"."""
+    with pytest.raises(ParseError, match=r"^vastai: .* \(on_demand\): none of its 430 items has 'geolocation': "):
+        VastProvider({}).parse([payload(_retyped("geolocation", lambda v: None))])
+    with pytest.raises(ParseError) as caught:
+        VastProvider({}).parse([payload(_retyped("geolocation", lambda v: "Germany"))])
+    assert str(caught.value) == (
+        "vastai: none of 426 on-demand offers has a readable country (e.g. geolocation 'Germany', read as "
+        "'Region, CC'): the offers' fields changed"
+    )
+    some = _retyped("geolocation", lambda v: None, which=lambda o: o["gpu_name"] == "RTX 4090")
+    prices = VastProvider({}).parse([payload(some)]).prices
+    assert {x.country for r in prices if r.gpu == "RTX-4090" for x in r.stats.listings} == {"unknown"}
+    assert {"US", "DE"} <= {x.country for r in prices for x in r.stats.listings}
+
+
 def test_a_retyped_field_in_a_refresh_keeps_yesterdays_prices(tmp_path, db_path):
     """The whole path: yesterday's prices from the recorded answers, then an answer with ``hosting_type``
     as a string: the provider fails with one line, and no price is closed, re-filed or re-confirmed."""
@@ -572,6 +590,8 @@ def test_require_fields_matches_types_exactly_and_reads_null_as_absence():
 
     fields = [("num_gpus",)]
     require_fields([{"num_gpus": 1}, {"num_gpus": None}, {}], fields, "p", "w", types={"num_gpus": (int,)})
+    with pytest.raises(ParseError, match=r"^p: w: none of its 2 items has 'num_gpus': the upstream's fields changed"):
+        require_fields([{"num_gpus": None}, {}], fields, "p", "w")
     with pytest.raises(ParseError, match=r"^p: w: 'num_gpus' is bool \(True\) in 1 of its 2 items, where int is read"):
         require_fields([{"num_gpus": 1}, {"num_gpus": True}], fields, "p", "w", types={"num_gpus": (int,)})
     long = {"num_gpus": "x" * 100}
