@@ -355,6 +355,33 @@ def test_sql_csv_renders_every_duckdb_type(warehouse):
     )
 
 
+def test_sql_json_and_csv_keep_months_infinities_and_nanoseconds(warehouse):
+    """Through the read path's engine-only connection, as a user runs it: an INTERVAL's month was 30 days
+    (`P360D` for a year), an infinite TIMESTAMPTZ 9999-12-31T23:59:59.999999 without its offset."""
+    query = (
+        "SELECT INTERVAL '1 year' AS y, INTERVAL '1 month 3 seconds' AS m, 'infinity'::DATE AS d, "
+        "'infinity'::TIMESTAMPTZ AS t, TIMESTAMP_NS '2026-01-02 03:04:05.123456789' AS ns, "
+        "TIMESTAMPTZ '2026-11-20 03:00:00+00' AS ts"
+    )
+    out = costopt("sql", "--db", str(warehouse), query, "--format", "json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [
+        {
+            "y": "P1Y",
+            "m": "P1MT3S",
+            "d": "infinity",
+            "t": "infinity",
+            "ns": "2026-01-02T03:04:05.123456789",
+            "ts": "2026-11-20T03:00:00+00:00",
+        }
+    ]
+    out = costopt("sql", "--db", str(warehouse), query, "--format", "csv")
+    assert out.stdout.splitlines() == [
+        "y,m,d,t,ns,ts",
+        "P1Y,P1MT3S,infinity,infinity,2026-01-02T03:04:05.123456789,2026-11-20T03:00:00+00:00",
+    ]
+
+
 # --- one provider's load error ------------------------------------------------------------------------
 
 
