@@ -70,7 +70,11 @@ def cells(row: dict[str, Any]) -> dict[str, str]:
 
     saves = ""
     if row["savings_usd"] is not None and row["on_demand_cost_usd"]:
-        saves = f"{money(row['savings_usd'])} ({row['savings_usd'] / row['on_demand_cost_usd']:.0%})"
+        saves = (
+            f"{money(row['savings_usd'])} ({row['savings_usd'] / row['on_demand_cost_usd']:.0%})"
+            if row["savings_usd"]
+            else "no saving"
+        )
     notes = list(row["notes"])
     if row.get("added_hours") is not None and row["pricing"] != "on_demand":
         added = row["added_hours"]

@@ -608,8 +608,8 @@ def _compare_with_on_demand(rows: list[_Option]) -> list[_Option]:
     compared with a marketplace's generated on-demand price claimed a 33 % saving, and showed none under
     ``--provider gcp``, whose filter removed that baseline).
 
-    Sets ``on_demand_cost_usd`` (a row's own cost for on-demand), ``savings_usd``, ``added_hours`` and
-    ``savings_basis`` on every option, in place.
+    Sets ``on_demand_cost_usd`` (a row's own cost for on-demand), ``savings_usd`` (0 when spot is no cheaper),
+    ``added_hours`` and ``savings_basis`` on every option, in place.
     """
     # nested by the keys each option already holds (no key tuple made per option): twin -> count, GPU -> GPUs
     same: dict[tuple[str, str, str], dict[int, tuple[float, float]]] = {}
@@ -642,7 +642,10 @@ def _compare_with_on_demand(rows: list[_Option]) -> list[_Option]:
             r.on_demand_cost_usd = r.savings_usd = r.added_hours = r.savings_basis = None
             continue
         r.on_demand_cost_usd = basis[0]
-        r.savings_usd = basis[0] - r.cost_expected
+        # a bid or spot price that, interruptions paid, costs as much as on-demand or more saves nothing: it is
+        # not a negative saving (a Vast.ai bid placed --bid-premium above a floor near the listing's on-demand
+        # price showed "spot saves -$308 (-4%)"); by how much it is dearer is cost_expected - on_demand_cost_usd
+        r.savings_usd = max(basis[0] - r.cost_expected, 0.0)
         r.added_hours = r.wall_expected - basis[1]
         r.savings_basis = None if twin is not None else f"vs {r.provider}'s cheapest on-demand of the same GPU count"
     return rows

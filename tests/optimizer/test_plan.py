@@ -62,6 +62,27 @@ def test_spot_savings_against_the_same_instance_on_demand_with_advisor_hazard():
     assert "Spot Advisor" in spot["hazard_source"]
 
 
+def test_a_spot_price_that_costs_more_than_on_demand_saves_nothing_not_a_negative_amount():
+    """Interruptions paid, a spot (or Vast.ai bid) price just under on-demand costs more: the plan showed
+    "spot saves -$308 (-4%)"; now the saving is 0 and the table says "no saving"."""
+    from cli.plan_table import cells
+
+    offers = [offer(price=40.0), offer(pricing="spot", price=39.9)]
+    risk = {("aws", "us-east-1", "p4de.24xlarge"): (15.0, 20.0)}
+    rows = {r["pricing"]: r for r in build_plan(JOB, offers, GPUS, Constraints(max_gpus=8), spot_risk=risk).options}
+    spot, od = rows["spot"], rows["on_demand"]
+    assert spot["cost_expected"] > od["cost_expected"]  # dearer once interrupted
+    assert spot["on_demand_cost_usd"] == pytest.approx(od["cost_expected"])
+    assert spot["savings_usd"] == 0.0
+    assert cells(dict(spot, notes=[]))["saves"] == "no saving"
+    cheaper = build_plan(JOB, [offer(price=40.0), offer(pricing="spot", price=16.0)], GPUS, Constraints(max_gpus=8))
+    spot = next(r for r in cheaper.options if r["pricing"] == "spot")
+    share = spot["savings_usd"] / spot["on_demand_cost_usd"]
+    assert (
+        spot["savings_usd"] > 0 and cells(dict(spot, notes=[]))["saves"] == f"${spot['savings_usd']:,.0f} ({share:.0%})"
+    )
+
+
 def test_filters_name_the_one_that_removed_the_last_offer():
     offers = [offer(), offer(provider="vastai", instance="H100-SXMx8.verified.datacenter", gpu="H100-SXM",
                              region="US", pricing="interruptible", price=10.0, offer_count=3)]  # fmt: skip
@@ -338,7 +359,7 @@ def test_cli_spot_keeps_the_baseline_and_the_readme_examples_run(cli_env):
     assert {o["pricing"] for o in options} <= {"spot", "interruptible"}
     for o in options:
         assert o["on_demand_cost_usd"] is not None
-        assert o["savings_usd"] == pytest.approx(o["on_demand_cost_usd"] - o["cost_usd"]["expected"])
+        assert o["savings_usd"] == pytest.approx(max(o["on_demand_cost_usd"] - o["cost_usd"]["expected"], 0.0))
     big = run_cli("plan", "--model", "llama3-70b", "--tokens", "1T", "--gpu", "H100", "--deadline", "14d",
                   "--max-gpus", "2048", "--budget", "2000000", "--format", "json", env=cli_env)  # fmt: skip
     assert big.returncode == 0, big.stderr
