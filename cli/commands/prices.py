@@ -25,6 +25,7 @@ COLUMNS = [
     "source_time",
     "source_age_hours",
     "data_origin",
+    "market_basis",
 ]
 TABLE_COLUMNS = [
     Column("provider", kind="name"),
@@ -42,6 +43,10 @@ TABLE_COLUMNS = [
 DEFAULT_LIMIT = 50
 # the price's true age, as plan shows it: a recording or a derived file carries figures older than the scrape
 AGE_NOTE = "age: since the source's own time (an offer file's publication, a recording's vintage), else the last scrape"
+MARKET_NOTE = (
+    "marketplace (Vast.ai): a group's price is the median of its listings, for a country --region names the median "
+    "of its listings there (market_basis in json/csv)"
+)
 
 
 def prices_command(
@@ -52,7 +57,14 @@ def prices_command(
     provider: Annotated[
         list[str] | None, typer.Option("--provider", help="Provider (repeatable).", autocompletion=complete_provider)
     ] = None,
-    region: Annotated[list[str] | None, typer.Option("--region", help="Region (repeatable).")] = None,
+    region: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--region",
+            help="Provider region (us-east-1), or a marketplace listing's country (US: Vast.ai groups priced by their "
+            "listings there); repeatable.",
+        ),
+    ] = None,
     spot: Annotated[bool, typer.Option("--spot", help="Only spot and interruptible prices.")] = False,
     on_demand: Annotated[bool, typer.Option("--on-demand", help="Only on-demand prices.")] = False,
     limit: Annotated[
@@ -79,7 +91,7 @@ def prices_command(
     kind = either(spot, on_demand, "--spot", "--on-demand")
     with open_for_reading(db) as wh:
         providers = check_providers(wh.con, provider)
-        regions = check_regions(wh.con, region, providers=providers)
+        regions = check_regions(wh.con, region, providers=providers, countries=True)
         every = current_prices(wh.con, gpus=gpu, providers=providers, regions=regions, spot=kind)
         rows, total = limited(every, limit, format, DEFAULT_LIMIT)
         caption = [f"{wh.prices_note}; {AGE_NOTE}"]
@@ -93,6 +105,7 @@ def prices_command(
                 for r in rows
             ]
             caption += origin_legend(r["data_origin"] for r in rows)
+            caption += [MARKET_NOTE] if any(r["market_basis"] for r in rows) else []
         emit(
             rows,
             COLUMNS if format is not Format.table else TABLE_COLUMNS,

@@ -80,6 +80,48 @@ def test_prices_table_shows_the_price_and_its_origin(seeded):
     assert "prices: live, 2 providers, as of 2026-11-02 03:00 UTC;" in " ".join(out.stdout.split())
 
 
+def test_prices_region_takes_a_marketplace_listing_country(seeded, make_record):
+    """`--region US` was refused ("unknown region"): a Vast.ai group's region is `all`, its listings carry the
+    countries. A country now shows each group with listings there at the median of those listings, labelled."""
+    from dataclasses import replace
+
+    from scraper.providers.vastai import market_stats
+    from warehouse.records import Listing
+
+    listings = [Listing(16.0, "US", 0.99), Listing(20.0, "DE", 0.99), Listing(30.0, "US", 0.98)]
+    group = replace(
+        make_record("H100-SXMx8.verified.datacenter", 20.0, provider="vastai", region="all", at=T0 + timedelta(days=1)),
+        stats=market_stats([x.usd_per_hour for x in listings], listings),
+    )
+    con = open_warehouse(seeded)
+    load_run(con, RunRecord("vastai", "live", T0 + timedelta(days=1), T0 + timedelta(days=1), prices=[group]))
+    con.close()
+    # (this warehouse's Lambda prices are in a region spelled "us", which a plain `--region us` names)
+    us = costopt("prices", "--db", str(seeded), "--provider", "vastai", "--region", "us", "--format", "json")
+    assert us.returncode == 0, us.stderr
+    assert [
+        (r["region"], r["usd_per_hour"], r["usd_per_gpu_hour"], r["market_basis"]) for r in json.loads(us.stdout)
+    ] == [
+        ("US", 23.0, 2.875, "median of 2 listings in US")  # (16 + 30) / 2; the group's median is 20
+    ]
+    out = costopt("prices", "--db", str(seeded), "--region", "DE", "--region", "us-east-1", "--gpu", "H100", "--format",
+                  "json")  # fmt: skip
+    rows = [
+        (r["provider"], r["region"], r["pricing"], r["usd_per_hour"], r["market_basis"]) for r in json.loads(out.stdout)
+    ]
+    assert rows == [
+        ("vastai", "DE", "on_demand", 20.0, "1 listing in DE"),
+        ("aws", "us-east-1", "spot", 30.0, None),
+        ("aws", "us-east-1", "on_demand", 55.04, None),
+    ]
+    every = json.loads(costopt("prices", "--db", str(seeded), "--provider", "vastai", "--format", "json").stdout)
+    assert [(r["region"], r["usd_per_hour"], r["market_basis"]) for r in every] == [
+        ("all", 20.0, "median of 3 listings")
+    ]
+    table = costopt("prices", "--db", str(seeded), "--region", "DE")
+    assert "the median of its listings there (market_basis in json/csv)" in " ".join(table.stdout.split())
+
+
 def test_unknown_gpu_lists_the_known_ones(seeded):
     out = costopt("prices", "--db", str(seeded), "--gpu", "H1000")
     assert out.returncode == 2
