@@ -63,12 +63,12 @@ def run_job(
     code = exit_code(outcomes, requested=bool(providers))
     for o in outcomes:
         say(
-            f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} {o.provider} {o.status} offers={o.offers} "
+            f"{_stamp()} {o.provider} {o.status} offers={o.offers} "
             f"changed={o.prices_changed} closed={o.prices_closed} flags={o.flags} bytes={o.bytes_downloaded} "
             f"{o.seconds:.1f}s" + (f" error={o.error}" if o.error else "")
         )
         for alert in o.alerts:
-            say(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} {o.provider} alert {alert.severity}: {alert.message}")
+            say(f"{_stamp()} {o.provider} alert {alert.severity}: {alert.message}")
     if keep_raw_days is not None:
         from warehouse.db import open_warehouse
         from warehouse.paths import raw_dir
@@ -79,12 +79,12 @@ def run_job(
             files, freed = prune_raw(con, raw_dir(db_path), keep_raw_days)
         finally:
             con.close()
-        say(f"pruned {files} raw payload file(s), {freed / 1e6:.1f} MB, older than {keep_raw_days} days")
+        say(f"{_stamp()} pruned {files} raw payload file(s), {freed / 1e6:.1f} MB, older than {keep_raw_days} days")
     published = None
     if publish is not None and any(o.status == "ok" for o in outcomes):
         published = publish(say)
         if published:
-            say(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} {published}")
+            say(f"{_stamp()} {published}")
             code = EXIT_PUBLISH_FAILED if code in (EXIT_OK, EXIT_ALERTS) else code
     if notify:
         from scraper.notify import post, public_host, should_notify, summary
@@ -94,7 +94,8 @@ def run_job(
             body["failures"].append({"provider": "publish", "status": "failed", "error": published})
         if should_notify(body):
             problem = post(notify, body)
-            say(problem or f"notified {public_host(notify)}")  # the URL itself is a secret (Slack, Teams)
+            # the host only: the URL itself is a secret (Slack, Teams)
+            say(f"{_stamp()} {problem or f'notified {public_host(notify)}'}")
     return outcomes, code
 
 
@@ -104,4 +105,10 @@ def _notify_whole_run_failed(url: str, error: str, *, started: datetime, db: Pat
     body = summary([], started_at=started, db=str(db), exit_code=EXIT_FAILED)
     body["failures"].append({"provider": "all", "status": "failed", "error": error})
     problem = post(url, body)
-    say(problem or f"notified {public_host(url)}")
+    say(f"{_stamp()} {problem or f'notified {public_host(url)}'}")
+
+
+def _stamp() -> str:
+    """The UTC time every line of the job's log starts with (the scheduler's own lines too): a night's log is
+    read by time, and the prune and notification lines had none."""
+    return f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}"

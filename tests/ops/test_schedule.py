@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -191,7 +192,7 @@ def test_webhook_receives_failures_and_alerts(db_path, tmp_path):
         _, code = run_job(db_path, ["fake"], replay=broken, notify=url, log=lines.append)
     finally:
         server.shutdown()
-    assert code == 1 and f"notified 127.0.0.1:{server.server_port}" in lines
+    assert code == 1 and f"notified 127.0.0.1:{server.server_port}" in [line.split(" ", 1)[1] for line in lines]
     assert not [line for line in lines if "/hook" in line]  # the URL is the webhook's secret: host only
     [body] = _Hook.bodies
     assert body["event"] == "costopt.refresh" and body["exit_code"] == 1 and body["ok"] == []
@@ -469,6 +470,26 @@ def test_a_run_that_found_the_warehouse_busy_is_tried_again():
     assert schedule.retries == 0  # the retry succeeded
 
 
+STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ ")
+
+
+def test_every_line_of_the_job_log_starts_with_its_utc_time(db_path, tmp_path):
+    """The run lines had a time, the prune and notification lines none: a night's log read by time lost them."""
+    server = HTTPServer(("127.0.0.1", 0), _Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    broken = record_dir(tmp_path / "b", [], body="{oops")
+    lines: list[str] = []
+    try:
+        run_job(db_path, ["fake"], replay=broken, notify=f"http://127.0.0.1:{server.server_port}/h", keep_raw_days=7,
+                log=lines.append)  # fmt: skip
+    finally:
+        server.shutdown()
+    told = [STAMP.sub("", line, count=1) for line in lines]
+    assert [line.split(" ", 1)[0] for line in told] == ["fake", "pruned", "notified"]
+    assert told[1] == "pruned 0 raw payload file(s), 0.0 MB, older than 7 days"
+    assert all(STAMP.match(line) for line in lines), lines
+
+
 def test_a_whole_run_failure_reaches_the_webhook(tmp_path):
     """A run that fails before any provider is loaded leaves nothing in `costopt runs`: the webhook must say so."""
     from warehouse.errors import WarehouseError
@@ -490,7 +511,8 @@ def test_a_whole_run_failure_reaches_the_webhook(tmp_path):
     assert body["failures"] == [
         {"provider": "all", "status": "failed", "error": f"{db} is not a costopt warehouse (not a valid DuckDB file); "
          "left untouched"}]  # fmt: skip
-    assert lines == [f"notified 127.0.0.1:{server.server_port}"]
+    assert [line.split(" ", 1)[1] for line in lines] == [f"notified 127.0.0.1:{server.server_port}"]
+    assert all(STAMP.match(line) for line in lines)
 
 
 def test_the_log_survives_a_reader_of_stdout_that_went_away(monkeypatch, capsys):
