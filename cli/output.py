@@ -158,27 +158,30 @@ def _csv_field(value: Any) -> Any:
     return plain
 
 
-def flattened(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+def flattened(data: Mapping[str, Any], prefix: str = "", *, whole: frozenset[str] = frozenset()) -> dict[str, Any]:
     """One JSON object as one CSV row: a nested object's fields become ``outer.inner`` columns, in the JSON's order.
 
     A list stays one cell (JSON text, as every CSV of costopt writes a list); an object that is null (no cloud
     price when ``--rent-price`` is given) is one empty cell under its own name, since it has no fields to spread.
+    An object whose dotted path is in ``whole`` stays one cell of JSON text too: its keys differ from answer to
+    answer (estimate's ``mfu_factors``), and spread out they would give every answer other columns.
     """
     out: dict[str, Any] = {}
     for key, value in data.items():
-        if isinstance(value, Mapping):
-            out.update(flattened(value, f"{prefix}{key}."))
+        if isinstance(value, Mapping) and f"{prefix}{key}" not in whole:
+            out.update(flattened(value, f"{prefix}{key}.", whole=whole))
         else:
             out[f"{prefix}{key}"] = value
     return out
 
 
-def to_rounded_csv_row(data: Mapping[str, Any], *, exact: bool = False) -> str:
-    """A computed answer that is one JSON object (``breakeven``) as CSV: a header of dotted paths and one row, the
-    figures rounded as in its JSON (``to_rounded_json``); ``exact``: unrounded."""
+def to_rounded_csv_row(data: Mapping[str, Any], *, exact: bool = False, whole: frozenset[str] = frozenset()) -> str:
+    """A computed answer that is one JSON object (``breakeven``, ``estimate``) as CSV: a header of dotted paths and
+    one row, the figures rounded as in its JSON (``to_rounded_json``); ``exact``: unrounded; ``whole``: objects
+    kept as one JSON cell (``flattened``)."""
     import csv
 
-    row = flattened(data if exact else rounded(_plain(data)))
+    row = flattened(data if exact else rounded(_plain(data)), whole=whole)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(list(row))

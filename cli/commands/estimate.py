@@ -71,6 +71,11 @@ MeasuredOption = Annotated[
 ]
 
 
+CSV_WHOLE = frozenset({"assumptions.mfu_factors"})
+"""The CSV's one JSON cell: the MFU's factors are named by what applies (``moe``, ``qlora``, ``override`` under --mfu,
+``measured_steady`` under --measured), so spread into columns they would change the header from job to job."""
+
+
 def build_job(
     model: str,
     tokens: str,
@@ -149,16 +154,12 @@ def estimate_command(
     if format is Format.json:
         print(to_rounded_json(data, exact=exact))
         return
-    if format is Format.csv:
-        import csv
+    if format is Format.csv:  # the JSON's one object flattened, as breakeven's: dotted columns, one row
         import sys
 
-        from cli.output import rounded
+        from cli.output import to_rounded_csv_row
 
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(["quantity", "low", "expected", "high"])
-        for key in ("mfu", "gpu_hours", "wall_hours"):
-            writer.writerow([key, *(data[key] if exact else rounded(data[key])).values()])
+        sys.stdout.write(to_rounded_csv_row(data, exact=exact, whole=CSV_WHOLE))
         return
     m = est.job.model
     rows = [

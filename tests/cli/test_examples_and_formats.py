@@ -259,3 +259,49 @@ def test_breakeven_csv_is_the_json_flattened(seeded, args):
     else:
         assert got["rent.cloud_on_demand.from"].startswith("cheapest cloud on-demand: lambda")
         assert json.loads(got["rent_trend.providers"]) == data["rent_trend"]["providers"]
+
+
+ESTIMATE_70B_ON_ONE = ("estimate", "--model", "llama3-70b", "--tokens", "1T", "--gpu", "H100", "--gpus", "1")
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [(), ("--mfu", "0.4"), ("--measured", "250@8xA100-80GB")],  # three MFU sources: three sets of mfu_factors keys
+)
+def test_estimate_csv_is_the_json_flattened_with_the_memory_verdict(extra):
+    """``estimate --format csv`` printed three rows (mfu, gpu_hours, wall_hours): a 70B full fine-tune on one H100,
+    which cannot hold it, looked like a valid 47-year plan, with no fits, min_gpus, reason, FLOPs, GPU or basis."""
+    import csv
+    import io
+
+    from tests.conftest import run_costopt
+
+    data = json.loads(run_costopt(*ESTIMATE_70B_ON_ONE, *extra, "-f", "json").stdout)
+    out = run_costopt(*ESTIMATE_70B_ON_ONE, *extra, "-f", "csv")
+    assert out.returncode == 0, out.stderr
+    rows = list(csv.reader(io.StringIO(out.stdout)))
+    assert len(rows) == 2  # a header and one row, as the JSON is one object
+    factors = data["assumptions"].pop("mfu_factors")  # one cell of JSON text: its keys differ by MFU source
+    flat = _flat(data)
+    got = dict(zip(*rows, strict=True))
+    assert json.loads(got.pop("assumptions.mfu_factors")) == factors
+    assert got == {key: _csv_cell(value) for key, value in flat.items()}
+    assert (got["memory.fits"], got["memory.min_gpus"], got["gpu"], got["flops"]) == (
+        "false",
+        "21",
+        "H100-SXM",
+        "4.817e+23",
+    )
+    assert got["memory.reason"] == "needs 1146.8 GB per GPU on 1 GPU, 72 GB usable: at least 21 GPUs with 80 GB"
+
+
+def test_estimate_csv_has_the_same_columns_whatever_sets_the_mfu():
+    """A pipeline appending estimates to one file needs one header: the factors' names stay inside one cell."""
+    from tests.conftest import run_costopt
+
+    headers = {
+        run_costopt(*ESTIMATE_70B_ON_ONE, *extra, "-f", "csv").stdout.splitlines()[0]
+        for extra in [(), ("--mfu", "0.4"), ("--measured", "250@8xA100-80GB"), ("--method", "qlora")]
+    }
+    assert len(headers) == 1
+    assert "memory.fits" in next(iter(headers)).split(",")
