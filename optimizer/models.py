@@ -336,6 +336,15 @@ def resolve_model(text: str, *, active_params: str | None = None) -> ModelSpec:
         active = parse_count(active_params, what="--active-params")
         if active > spec.total_params:
             raise UsageError(f"--active-params {active_params} exceeds the model's {human_count(spec.total_params)}")
+        if spec.preset and not spec.experts:
+            # a dense preset's every parameter is active: a smaller figure made it an MoE (moe: true, MFU x0.7) with
+            # the dense shape's attention and memory, a model that does not exist (llama3-8b --active-params 2B)
+            moe = ", ".join(name for name, preset in PRESETS.items() if preset.experts)
+            raise UsageError(
+                f"--active-params is for mixture-of-experts models: {spec.name} is dense (all "
+                f"{human_count(spec.total_params)} parameters active for every token); leave it out, or give an MoE "
+                f"as a total count (--model 47B --active-params 13B) or a preset ({moe})"
+            )
         shape = spec if spec.preset else derived_shape(active, spec.name)  # width and depth follow the active path
         tables = shape.input_embedding + shape.lookup_params
         if active <= tables:  # the matmuls' share would be negative (llama3-8b with 100M gave -2.55e20 FLOPs)

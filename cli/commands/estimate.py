@@ -19,7 +19,12 @@ ModelOption = Annotated[
 ]
 TokensOption = Annotated[str, typer.Option("--tokens", "-t", help="Training tokens: 500M, 100B, 1.5T, 2e12.")]
 ActiveOption = Annotated[
-    str | None, typer.Option("--active-params", help="Active parameters per token, for mixture-of-experts.")
+    str | None,
+    typer.Option(
+        "--active-params",
+        help="Active parameters per token, for mixture-of-experts: with a total count (--model 47B) or an MoE preset; "
+        "refused on a dense preset.",
+    ),
 ]
 MethodOption = Annotated[str, typer.Option("--method", help="full | lora | qlora.")]
 PrecisionOption = Annotated[

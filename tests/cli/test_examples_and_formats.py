@@ -305,3 +305,15 @@ def test_estimate_csv_has_the_same_columns_whatever_sets_the_mfu():
     }
     assert len(headers) == 1
     assert "memory.fits" in next(iter(headers)).split(",")
+
+
+def test_active_params_on_a_dense_preset_is_one_line_exit_2():
+    """The audit's command answered exit 0 with ``"moe": true`` and the MoE factor 0.7 on a dense Llama 3 8B."""
+    from tests.conftest import run_costopt
+
+    out = run_costopt(
+        "estimate", "--model", "llama3-8b", "--active-params", "2B", "--tokens", "100B", "--gpu", "H100", "--gpus", "8",
+        "--format", "json",
+    )  # fmt: skip
+    assert (out.returncode, out.stdout, out.stderr.count("\n")) == (2, "", 1), out.stdout
+    assert out.stderr.startswith("costopt: error: --active-params is for mixture-of-experts models: llama3-8b is dense")

@@ -129,7 +129,7 @@ def test_an_untied_input_embedding_is_a_lookup_and_a_tied_one_is_the_output_proj
     assert gpt3.input_embedding == 0
     assert training_flops(gpt3, 1e9).weights == pytest.approx(6 * 175e9 * 1e9)
     assert resolve_model("8B").input_embedding == 0
-    assert resolve_model("llama3-8b", active_params="4B").input_embedding == 128256 * 4096  # kept with the preset
+    assert resolve_model("mixtral-8x7b", active_params="10B").input_embedding == 32000 * 4096  # kept with the preset
 
 
 def test_lora_shrinks_the_weight_flops_by_a_third_and_leaves_attention_alone():
@@ -386,9 +386,26 @@ def test_estimate_says_when_the_speed_is_extrapolated():
 
 
 def test_active_params_below_the_embedding_tables_are_refused():
-    """llama3-8b with --active-params 100M gave -2.55e20 weight FLOPs."""
+    """llama3-8b with --active-params 100M gave -2.55e20 weight FLOPs (an MoE preset now: a dense one is refused)."""
     from warehouse.errors import UsageError
 
-    with pytest.raises(UsageError, match=r"100M is not more than llama3-8b.s embedding tables \(525M\)"):
-        resolve_model("llama3-8b", active_params="100M")
-    assert training_flops(resolve_model("llama3-8b", active_params="2B"), 1e9).weights > 0
+    with pytest.raises(UsageError, match=r"500M is not more than deepseek-v3.s embedding tables \(927M\)"):
+        resolve_model("deepseek-v3", active_params="500M")
+    assert training_flops(resolve_model("deepseek-v3", active_params="2B"), 1e9).weights > 0
+
+
+@pytest.mark.parametrize("preset", ["llama3-8b", "llama2-70b", "gpt3-175b"])
+def test_active_params_on_a_dense_preset_is_refused(preset):
+    """llama3-8b --active-params 2B made the dense model an MoE (moe: true, the MoE factor x0.7 on its MFU) with the
+    dense shape's attention and memory: a model that does not exist, exit 0."""
+    from warehouse.errors import UsageError
+
+    with pytest.raises(UsageError, match=rf"^--active-params is for mixture-of-experts models: {preset} is dense"):
+        resolve_model(preset, active_params="2B")
+
+
+def test_active_params_still_set_an_moe_preset_or_a_bare_count():
+    mixtral = resolve_model("mixtral-8x7b", active_params="10B")
+    assert (mixtral.total_params, mixtral.active_params, mixtral.moe) == (46.7e9, 10e9, True)
+    custom = resolve_model("8B", active_params="2B")
+    assert (custom.total_params, custom.active_params, custom.moe) == (8e9, 2e9, True)
