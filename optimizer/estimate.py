@@ -60,6 +60,12 @@ class Job:
             raise UsageError("--tokens must be positive")
         if self.seq_len is not None and self.seq_len <= 0:
             raise UsageError("--seq-len must be positive")
+        if self.tokens < self.sequence_length:  # --tokens 0.5 or 1e-3 gave wall times of 1e-11 hours, exit 0
+            raise UsageError(
+                f"--tokens {self.tokens:g} is less than one sequence of {self.sequence_length:,} tokens "
+                f"({_length_source(self)}), the least a training step reads: give the job's whole token count "
+                "(500M, 100B, 1.5T)"
+            )
         if self.micro_batch <= 0:
             raise UsageError("--micro-batch must be positive")
         if self.recompute not in mfu_model.RECOMPUTE:
@@ -88,6 +94,32 @@ class Job:
 
     def flops(self) -> Flops:
         return training_flops(self.model, self.tokens, method=self.method, seq_len=self.sequence_length)
+
+
+def _length_source(job: Job) -> str:
+    return {
+        "--seq-len": "--seq-len",
+        "preset": f"{job.model.name}'s training length",
+        "assumed": "assumed for a bare count",
+    }[job.seq_len_basis]
+
+
+def step_tokens(job: Job, gpus: int) -> int:
+    """The tokens of the smallest optimizer step on ``gpus`` data-parallel GPUs: one micro-batch on each."""
+    return gpus * job.micro_batch * job.sequence_length
+
+
+def refuse_less_than_a_step(job: Job, gpus: int) -> None:
+    """``estimate``'s floor on --tokens: a job shorter than one step on its GPUs leaves GPUs idle, and the time the
+    model gives (tokens over the GPUs' throughput) is then not what the job takes. ``plan`` does not call it: it
+    tries many counts, and one too large for a small job is not an input error."""
+    step = step_tokens(job, gpus)
+    if job.tokens < step:
+        raise UsageError(
+            f"--tokens {job.tokens:g} is less than one optimizer step on {gpus} GPUs ({gpus} x {job.micro_batch} "
+            f"sequence{'s' if job.micro_batch > 1 else ''} x {job.sequence_length:,} tokens = {step:,}): give more "
+            "--tokens or fewer --gpus"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,9 @@ ModelOption = Annotated[
     str,
     typer.Option("--model", "-m", help="Preset (llama3-8b, mixtral-8x7b...) or parameter count (8B, 1.3b, 175e9)."),
 ]
-TokensOption = Annotated[str, typer.Option("--tokens", "-t", help="Training tokens: 500M, 100B, 1.5T, 2e12.")]
+TokensOption = Annotated[
+    str, typer.Option("--tokens", "-t", help="Training tokens: 500M, 100B, 1.5T, 2e12; at least one sequence.")
+]
 ActiveOption = Annotated[
     str | None,
     typer.Option(
@@ -144,7 +146,7 @@ def estimate_command(
     from cli.options import either
     from cli.output import Column, print_table, say, to_rounded_json
     from optimizer.absurd import refuse_absurd_wall_time
-    from optimizer.estimate import estimate, precision_note, range_means
+    from optimizer.estimate import estimate, precision_note, range_means, refuse_less_than_a_step
     from optimizer.units import human_count, human_hours
     from warehouse.gpus import catalog
 
@@ -153,6 +155,7 @@ def estimate_command(
         model, tokens, active_params, method, precision, seq_len, micro_batch, keep_activations, recompute, stack,
         measured,
     )  # fmt: skip
+    refuse_less_than_a_step(job, gpus)
     est = estimate(job, catalog().resolve(gpu), gpus, gpus_per_node=gpus_per_node, fabric=fabric, mfu_override=mfu)
     refuse_absurd_wall_time(est.wall_hours.expected, on=f"on {gpus} x {est.gpu.name}", remedy="or give more --gpus")
     data = est.as_dict()

@@ -317,3 +317,19 @@ def test_active_params_on_a_dense_preset_is_one_line_exit_2():
     )  # fmt: skip
     assert (out.returncode, out.stdout, out.stderr.count("\n")) == (2, "", 1), out.stdout
     assert out.stderr.startswith("costopt: error: --active-params is for mixture-of-experts models: llama3-8b is dense")
+
+
+@pytest.mark.parametrize(
+    ("tokens", "message"),
+    [
+        ("0.5", "--tokens 0.5 is less than one sequence of 2,048 tokens"),
+        ("1e-3", "--tokens 0.001 is less than one sequence of 2,048 tokens"),
+        ("10K", "--tokens 10000 is less than one optimizer step on 8 GPUs (8 x 1 sequence x 2,048 tokens = 16,384)"),
+    ],
+)
+def test_estimate_refuses_fractional_and_sub_step_token_counts(tokens, message):
+    from tests.conftest import run_costopt
+
+    out = run_costopt("estimate", "--model", "8B", "--tokens", tokens, "--gpu", "H100", "--gpus", "8", "-f", "json")
+    assert (out.returncode, out.stdout, out.stderr.count("\n")) == (2, "", 1)
+    assert out.stderr.startswith(f"costopt: error: {message}"), out.stderr

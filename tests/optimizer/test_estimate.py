@@ -409,3 +409,30 @@ def test_active_params_still_set_an_moe_preset_or_a_bare_count():
     assert (mixtral.total_params, mixtral.active_params, mixtral.moe) == (46.7e9, 10e9, True)
     custom = resolve_model("8B", active_params="2B")
     assert (custom.total_params, custom.active_params, custom.moe) == (8e9, 2e9, True)
+
+
+@pytest.mark.parametrize("tokens", [0.5, 1e-3, 2047.0])
+def test_fewer_tokens_than_one_sequence_are_refused(tokens):
+    """--tokens 0.5 and 1e-3 were accepted (a wall time of 1.192e-11 hours in the JSON, exit 0): a job reads whole
+    sequences, so fewer tokens than one (2,048 for a bare count) is not a training job."""
+    from warehouse.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"is less than one sequence of 2,048 tokens \(assumed for a bare count\)"):
+        Job(resolve_model("8B"), tokens)
+    assert Job(resolve_model("8B"), 2048.0).tokens == 2048.0
+    with pytest.raises(UsageError, match=r"one sequence of 8,192 tokens \(llama3-8b's training length\)"):
+        Job(resolve_model("llama3-8b"), 5000.0)
+    assert Job(resolve_model("llama3-8b"), 5000.0, seq_len=4096).sequence_length == 4096
+
+
+def test_estimate_refuses_fewer_tokens_than_one_step_on_its_gpus():
+    """Below one micro-batch per GPU some GPUs have nothing to do, and tokens / throughput is not the job's time."""
+    from optimizer.estimate import refuse_less_than_a_step, step_tokens
+    from warehouse.errors import UsageError
+
+    job = Job(resolve_model("8B"), 16383.0, micro_batch=1)
+    assert step_tokens(job, 8) == 8 * 1 * 2048 == 16384
+    with pytest.raises(UsageError, match=r"one optimizer step on 8 GPUs \(8 x 1 sequence x 2,048 tokens = 16,384\)"):
+        refuse_less_than_a_step(job, 8)
+    refuse_less_than_a_step(job, 7)  # 14,336 tokens a step: the job holds one
+    assert step_tokens(Job(resolve_model("8B"), 1e9, micro_batch=4), 8) == 65536
