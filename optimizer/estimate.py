@@ -174,10 +174,30 @@ def precision_note(gpu: GpuSpec, precision: str) -> str | None:
     return f"{gpu.name} has no bf16 tensor cores: the job runs in fp16 mixed precision (loss scaling), at its fp16 peak"
 
 
+GIVEN_MFU_MEANS = (
+    "the whole run's MFU in model FLOPs (the job's FLOPs as costopt counts them, of the GPU's datasheet peak): "
+    "recomputation, QLoRA's dequantization and the stack class are inside it, none is applied on top"
+)
+"""How --mfu is read. A figure people quote (a paper's MFU, a log's) counts model FLOPs, so the work it leaves out
+(a recomputed forward pass, QLoRA's dequantization) is already in its slowness: multiplying it by --recompute full's
+x0.75 or QLoRA's x0.7 again would charge that work twice."""
+
+
+def stack_class(stack: str | None, mfu_override: float | None) -> str:
+    """The --stack class of a job, refused beside --mfu: --mfu replaces the whole MFU model, stack class included,
+    and a --stack given with it was dropped without a word (as --measured with --mfu is refused in ``estimate``)."""
+    if stack is not None and mfu_override is not None:
+        raise UsageError(
+            f"--mfu and --stack both set the MFU: give one of them (--mfu {mfu_override:g} is the whole run's MFU in "
+            "model FLOPs, the stack class's share included)"
+        )
+    return stack if stack is not None else mfu_model.DEFAULT_STACK
+
+
 def mfu_source(est: Estimate) -> str:
     """Where the MFU figures come from: the user's --mfu, the user's --measured, or the calibrated model."""
     if est.given_mfu is not None:
-        return f"given: --mfu {est.given_mfu:g}, not the calibrated model"
+        return f"given: --mfu {est.given_mfu:g}, not the calibrated model; {GIVEN_MFU_MEANS}"
     if est.job.measured is not None:
         return f"your measurement, {est.job.measured} (--measured), carried to this GPU and count by the model's terms"
     return "calibrated on published whole training runs (optimizer/data/calibration_runs.csv)"

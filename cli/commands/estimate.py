@@ -44,7 +44,14 @@ SeqLenOption = Annotated[
         "length; for a bare parameter count an assumed length the output names).",
     ),
 ]
-MfuOption = Annotated[float | None, typer.Option("--mfu", help="Override the realized MFU (0-1).")]
+MfuOption = Annotated[
+    float | None,
+    typer.Option(
+        "--mfu",
+        help="Override the realized MFU (0-1): the whole run's MFU in model FLOPs, so --recompute full, QLoRA and a "
+        "stack class are not applied on top; not with --stack or --measured.",
+    ),
+]
 MicroBatchOption = Annotated[int, typer.Option("--micro-batch", help="Sequences per GPU per step (activation memory).")]
 CheckpointOption = Annotated[
     bool, typer.Option("--checkpointing", help="Activation checkpointing, the default (memory).")
@@ -60,11 +67,12 @@ RecomputeOption = Annotated[
     ),
 ]
 StackOption = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--stack",
         help="Software stack and team: recipe | large-lab | tuned | own-script | typical (default) | basic. "
         "README: Which --stack.",
+        show_default=False,
     ),
 ]
 
@@ -93,10 +101,11 @@ def build_job(
     micro_batch: int,
     checkpointing: bool,
     recompute: str = "selective",
-    stack: str = "typical",
+    stack: str | None = None,
     measured: str | None = None,
 ) -> Job:
-    """The job the model options describe; shared by ``estimate`` and ``plan``."""
+    """The job the model options describe; shared by ``estimate`` and ``plan``. ``stack`` None: the default class."""
+    from optimizer import mfu as mfu_model
     from optimizer.estimate import Job
     from optimizer.measured import parse_measurement
     from optimizer.models import resolve_model
@@ -111,7 +120,7 @@ def build_job(
         micro_batch=micro_batch,
         checkpointing=checkpointing,
         recompute=recompute,
-        stack=stack,
+        stack=stack if stack is not None else mfu_model.DEFAULT_STACK,
         measured=parse_measurement(measured) if measured is not None else None,
     )
 
@@ -136,7 +145,7 @@ def estimate_command(
     checkpointing: CheckpointOption = False,
     no_checkpointing: NoCheckpointOption = False,
     recompute: RecomputeOption = "selective",
-    stack: StackOption = "typical",
+    stack: StackOption = None,
     measured: MeasuredOption = None,
     mfu: MfuOption = None,
     format: FormatOption = Format.table,
@@ -146,14 +155,14 @@ def estimate_command(
     from cli.options import either
     from cli.output import Column, print_table, say, to_rounded_json
     from optimizer.absurd import refuse_absurd_wall_time
-    from optimizer.estimate import estimate, precision_note, range_means, refuse_less_than_a_step
+    from optimizer.estimate import estimate, precision_note, range_means, refuse_less_than_a_step, stack_class
     from optimizer.units import human_count, human_hours
     from warehouse.gpus import catalog
 
     keep_activations = either(checkpointing, no_checkpointing, "--checkpointing", "--no-checkpointing") is not False
     job = build_job(
-        model, tokens, active_params, method, precision, seq_len, micro_batch, keep_activations, recompute, stack,
-        measured,
+        model, tokens, active_params, method, precision, seq_len, micro_batch, keep_activations, recompute,
+        stack_class(stack, mfu), measured,
     )  # fmt: skip
     refuse_less_than_a_step(job, gpus)
     est = estimate(job, catalog().resolve(gpu), gpus, gpus_per_node=gpus_per_node, fabric=fabric, mfu_override=mfu)
@@ -208,7 +217,11 @@ def estimate_command(
         )
         return
     if est.given_mfu is not None:
-        say(f"MFU: {est.given_mfu:.1%} as given (--mfu), not the calibrated model", indent="  ")
+        say(
+            f"MFU: {est.given_mfu:.1%} as given (--mfu), not the calibrated model; read as the whole run's MFU in "
+            "model FLOPs: recomputation, QLoRA and a stack class are not applied on top",
+            indent="  ",
+        )
         return
     from optimizer import mfu as mfu_model
 

@@ -333,3 +333,33 @@ def test_estimate_refuses_fractional_and_sub_step_token_counts(tokens, message):
     out = run_costopt("estimate", "--model", "8B", "--tokens", tokens, "--gpu", "H100", "--gpus", "8", "-f", "json")
     assert (out.returncode, out.stdout, out.stderr.count("\n")) == (2, "", 1)
     assert out.stderr.startswith(f"costopt: error: {message}"), out.stderr
+
+
+@pytest.mark.parametrize("stack", ["basic", "typical"])
+def test_estimate_refuses_mfu_with_stack_as_with_measured(stack):
+    """``--mfu 0.4 --stack basic`` dropped --stack without a word (while --mfu with --measured was refused)."""
+    from tests.conftest import run_costopt
+
+    base = ("estimate", "--model", "8B", "--tokens", "100B", "--gpu", "H100", "--gpus", "8", "--mfu", "0.4")
+    out = run_costopt(*base, "--stack", stack)
+    assert (out.returncode, out.stdout, out.stderr.count("\n")) == (2, "", 1)
+    assert out.stderr.startswith("costopt: error: --mfu and --stack both set the MFU: give one of them")
+
+
+def test_estimate_says_how_it_reads_mfu():
+    """--mfu also dropped QLoRA's x0.7 and --recompute full's x0.75 unstated: it is read as the whole run's MFU in
+    model FLOPs, and the answer says so; the FLOPs and hours are those of that MFU, nothing applied on top."""
+    from tests.conftest import run_costopt
+
+    base = ("estimate", "--model", "8B", "--tokens", "100B", "--gpu", "H100", "--gpus", "8", "--mfu", "0.4")
+    plain = json.loads(run_costopt(*base, "-f", "json").stdout)
+    qlora = json.loads(run_costopt(*base, "--method", "qlora", "--recompute", "full", "-f", "json").stdout)
+    assert qlora["mfu"] == plain["mfu"] == {"low": 0.4, "expected": 0.4, "high": 0.4}
+    assert qlora["assumptions"]["mfu_factors"] == {"override": 0.4}
+    assert qlora["assumptions"]["mfu_basis"] == (
+        "given: --mfu 0.4, not the calibrated model; the whole run's MFU in model FLOPs (the job's FLOPs as costopt "
+        "counts them, of the GPU's datasheet peak): recomputation, QLoRA's dequantization and the stack class are "
+        "inside it, none is applied on top"
+    )
+    table = " ".join(run_costopt(*base, "--method", "qlora").stdout.split())
+    assert "read as the whole run's MFU in model FLOPs: recomputation, QLoRA and a stack class are not applied" in table
