@@ -34,6 +34,7 @@ CSV_COLUMNS = (
     "purchase_price_source",
     "spec_source",
     "notes",
+    "gpus_per_node",
 )
 INTRA_NODE_KINDS = ("nvlink", "nvlink_pair", "infinity_fabric", "pcie")
 
@@ -58,6 +59,9 @@ class GpuSpec:
     purchase_price_source: str
     spec_source: str
     notes: str
+    # GPUs in the server it usually comes in, where a source says so (MI250X: 4 modules per LUMI/Frontier node);
+    # None: the table has no count (estimate then assumes 8, optimizer/layout.py). Not in the warehouse's gpus table.
+    gpus_per_node: int | None = None
 
     @property
     def tensor16_tflops(self) -> float:
@@ -101,6 +105,9 @@ def _spec(row: dict[str, str]) -> GpuSpec:
 
     if row["intra_node"] not in INTRA_NODE_KINDS:
         raise ValueError(f"gpus.csv: {row['name']} has intra_node {row['intra_node']!r}")
+    per_node = row["gpus_per_node"].strip()
+    if per_node and not (per_node.isdigit() and int(per_node) > 0):
+        raise ValueError(f"gpus.csv: {row['name']} has gpus_per_node {per_node!r}")
     return GpuSpec(
         name=row["name"],
         aliases=tuple(a.strip() for a in row["aliases"].split(";") if a.strip()),
@@ -120,6 +127,7 @@ def _spec(row: dict[str, str]) -> GpuSpec:
         purchase_price_source=row["purchase_price_source"],
         spec_source=row["spec_source"],
         notes=row["notes"],
+        gpus_per_node=int(per_node) if per_node else None,
     )
 
 

@@ -165,3 +165,16 @@ def test_agrees_with_the_shared_reference_where_both_have_a_figure():
         row = reference[theirs]
         assert spec.memory_gb == float(row["memory_gb"]), ours
         assert spec.tensor16_tflops == pytest.approx(float(row["bf16_fp16_dense_tensor_tflops"]), rel=0.01), ours
+
+
+def test_the_table_gives_a_server_size_only_where_a_source_gives_one():
+    """MI250/MI250X nodes hold 4 modules (LUMI, Frontier, AMD's own cards), the unit costopt counts; blank elsewhere,
+    where the estimator assumes an 8-GPU server (optimizer/layout.py)."""
+    sized = {g.name: g.gpus_per_node for g in catalog().specs if g.gpus_per_node is not None}
+    assert sized == {"MI250X": 4, "MI250": 4}
+    from importlib import resources
+
+    text = resources.files("warehouse").joinpath("data/gpus.csv").read_text(encoding="utf-8")
+    (comment,) = [line for line in text.splitlines() if line.startswith("# gpus_per_node:")]
+    for source in ("docs.lumi-supercomputer.eu/hardware/lumig", "docs.olcf.ornl.gov", "amd/AMD-Llama-135m"):
+        assert source in comment
