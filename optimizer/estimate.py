@@ -14,6 +14,7 @@ from typing import Any
 from optimizer import measured as measured_model
 from optimizer import mfu as mfu_model
 from optimizer.compute import METHODS, Flops, training_flops
+from optimizer.layout import layout
 from optimizer.measured import Measurement
 from optimizer.memory import MemoryFit, memory_fit
 from optimizer.models import ModelSpec
@@ -135,6 +136,8 @@ class Estimate:
     wall_hours: Range
     memory: MemoryFit
     factors: dict[str, float] = field(default_factory=dict)
+    gpus_per_node_basis: str = "given"  # optimizer/layout.py: --gpus-per-node, the GPU table or the 8-GPU assumption
+    fabric_basis: str = "given"  # optimizer/layout.py: --fabric, or what the GPU's servers are sold with
 
     @property
     def given_mfu(self) -> float | None:
@@ -249,7 +252,9 @@ def assumptions(est: Estimate) -> dict[str, Any]:
             else f"your measurement, {job.measured}, carried to this GPU and count by the model (--measured)"
         ),
         "gpus_per_node": est.gpus_per_node,
+        "gpus_per_node_basis": est.gpus_per_node_basis,
         "inter_node_fabric": est.fabric,
+        "inter_node_fabric_basis": est.fabric_basis,
         "intra_node": est.gpu.intra_node,
         "mfu_factors": est.factors,
         "mfu_basis": mfu_source(est),
@@ -302,18 +307,21 @@ def estimate(
     gpu: GpuSpec,
     gpus: int,
     *,
-    gpus_per_node: int = 8,
-    fabric: str = "rdma",
+    gpus_per_node: int | None = None,
+    fabric: str | None = None,
     mfu_override: float | None = None,
     fit: mfu_model.Fit = mfu_model.FITTED,
 ) -> Estimate:
-    """Time and memory of ``job`` on ``gpus`` of ``gpu``; ``fabric`` is the network between nodes."""
+    """Time and memory of ``job`` on ``gpus`` of ``gpu``; ``fabric`` is the network between nodes. Either left None
+    follows the GPU (optimizer/layout.py: the GPU table's servers, PCIe cards on Ethernet), and the answer says so."""
     if gpus <= 0:
         raise UsageError(f"--gpus must be a positive whole number, got {gpus}")
-    if gpus_per_node <= 0:
+    if gpus_per_node is not None and gpus_per_node <= 0:
         raise UsageError("--gpus-per-node must be positive")
-    if fabric not in mfu_model.FABRICS:
+    if fabric is not None and fabric not in mfu_model.FABRICS:
         raise UsageError(f"--fabric must be one of {', '.join(mfu_model.FABRICS)}, got {fabric!r}")
+    where = layout(gpu, gpus_per_node=gpus_per_node, fabric=fabric)
+    gpus_per_node, fabric = where.gpus_per_node, where.fabric
     if job.precision == "fp8" and gpu.fp8_tflops is None:
         raise UsageError(f"{gpu.name} has no FP8 tensor cores; use --precision bf16 or fp16")
     model = job.model
@@ -371,4 +379,6 @@ def estimate(
             checkpointing=job.checkpointing,
         ),
         factors=factors,
+        gpus_per_node_basis=where.gpus_per_node_basis,
+        fabric_basis=where.fabric_basis,
     )

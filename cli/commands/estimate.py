@@ -133,10 +133,23 @@ def estimate_command(
         typer.Option("--gpu", help="GPU name or alias, e.g. A100-80GB, H100, RTX 4090.", autocompletion=complete_gpu),
     ],
     gpus: Annotated[int, typer.Option("--gpus", help="Number of GPUs in the job.")],
-    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="GPUs per server.")] = 8,
+    gpus_per_node: Annotated[
+        int | None,
+        typer.Option(
+            "--gpus-per-node",
+            help="GPUs per server (default: the GPU table's count where it has one, e.g. 4 MI250X; else 8).",
+            show_default=False,
+        ),
+    ] = None,
     fabric: Annotated[
-        str, typer.Option("--fabric", help="Network between servers: rdma (InfiniBand/EFA) | ethernet.")
-    ] = "rdma",
+        str | None,
+        typer.Option(
+            "--fabric",
+            help="Network between servers: rdma (InfiniBand/EFA/RoCE) | ethernet (default: ethernet for PCIe cards, "
+            "rdma for SXM/OAM modules; the answer says which).",
+            show_default=False,
+        ),
+    ] = None,
     active_params: ActiveOption = None,
     method: MethodOption = "full",
     precision: PrecisionOption = "bf16",
@@ -200,7 +213,7 @@ def estimate_command(
     used = est.gpu.precision_used(job.precision)
     say(
         f"assumes: {job.method} training, {used}{' mixed precision' if used != job.precision else ''}, "
-        f"ZeRO-3/FSDP sharding, {_layout(gpus, est.gpus_per_node, fabric)}, {_team(est)}, {sequence_note(job)}; "
+        f"ZeRO-3/FSDP sharding, {_layout(est)}, {_team(est)}, {sequence_note(job)}; "
         f"range: {range_means(est)}",
         indent="  ",
     )
@@ -262,11 +275,22 @@ def sequence_note(job: Job) -> str:
     return f"sequences of {job.sequence_length:,} tokens ({where})"
 
 
-def _layout(gpus: int, per_node: int, fabric: str) -> str:
-    """How the job's GPUs sit: ``one GPU``, ``4 GPUs in one node``, ``8 GPUs per node, rdma between 4 nodes``."""
+def _layout(est: Estimate) -> str:
+    """How the job's GPUs sit: ``one GPU``, ``4 GPUs in one node``, ``8 GPUs per node, rdma between 4 nodes``; an
+    assumed server size or network (optimizer/layout.py) is named as assumed, with the flag that sets it."""
+    gpus, per_node = est.gpus, est.gpus_per_node
     if gpus == 1:
         return "one GPU"
     nodes = -(-gpus // per_node)
     if nodes == 1:
         return f"{gpus} GPUs in one node"
-    return f"{per_node} GPUs per node, {fabric} between {nodes} nodes"
+    size = f"{per_node} GPUs per node"
+    if est.gpus_per_node_basis.startswith("the GPU table"):
+        size += f" (as {est.gpu.name} nodes hold: GPU table)"
+    elif not est.gpus_per_node_basis.startswith("given"):
+        size += " (assumed: --gpus-per-node)"
+    network = f"{est.fabric} between {nodes} nodes"
+    if not est.fabric_basis.startswith("given"):
+        other = "rdma" if est.fabric == "ethernet" else "ethernet"
+        network += f" (assumed for {est.gpu.name} servers: --fabric {other} if yours differ)"
+    return f"{size}, {network}"

@@ -487,7 +487,13 @@ def test_estimate_says_how_its_gpus_sit(env):
     one = run(*base, "--gpus", "1", env=env, columns=200).stdout
     assert "ZeRO-3/FSDP sharding, one GPU, a typical stack" in one and "GPUs per node" not in one
     assert "4 GPUs in one node," in run(*base, "--gpus", "4", env=env, columns=200).stdout
-    assert "8 GPUs per node, rdma between 2 nodes," in run(*base, "--gpus", "16", env=env, columns=200).stdout
+    assumed = run(*base, "--gpus", "16", env=env, columns=250).stdout
+    assert (
+        "8 GPUs per node (assumed: --gpus-per-node), rdma between 2 nodes (assumed for H100-SXM servers: --fabric "
+        "ethernet if yours differ)," in " ".join(assumed.split())
+    )
+    given = run(*base, "--gpus", "16", "--gpus-per-node", "8", "--fabric", "rdma", env=env, columns=200).stdout
+    assert "8 GPUs per node, rdma between 2 nodes," in given
 
 
 def test_a_bf16_job_on_a_gpu_without_bf16_runs_in_fp16(env):

@@ -363,3 +363,25 @@ def test_estimate_says_how_it_reads_mfu():
     )
     table = " ".join(run_costopt(*base, "--method", "qlora").stdout.split())
     assert "read as the whole run's MFU in model FLOPs: recomputation, QLoRA and a stack class are not applied" in table
+
+
+def test_no_offer_with_a_cluster_network_holds_a_pcie_card(seeded):
+    """estimate's default network rests on this (optimizer/layout.py): PCIe cards' servers are rented on Ethernet,
+    SXM/OAM modules' with RDMA. Checked against every offer of the bundled snapshot, as plan sees them."""
+    import csv
+    import io
+
+    from optimizer.fabric import fabric_of
+    from optimizer.layout import PCIE_SERVERS
+    from tests.conftest import run_costopt
+    from warehouse.gpus import catalog
+
+    out = run_costopt(
+        "sql", "SELECT DISTINCT provider, instance_type, gpu FROM current_prices", "-f", "csv", env=seeded
+    )
+    assert out.returncode == 0, out.stderr
+    offers = list(csv.DictReader(io.StringIO(out.stdout)))
+    rdma = [o for o in offers if fabric_of(o["provider"], o["instance_type"]) == "rdma"]
+    assert len(rdma) >= 20  # p4d/p5/ND/A3/HGX...: the check has offers to look at
+    assert [o for o in rdma if catalog().resolve(o["gpu"]).intra_node in PCIE_SERVERS] == []
+    assert any(catalog().resolve(o["gpu"]).intra_node in PCIE_SERVERS for o in offers)  # and PCIe cards are offered

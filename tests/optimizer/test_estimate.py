@@ -436,3 +436,57 @@ def test_estimate_refuses_fewer_tokens_than_one_step_on_its_gpus():
         refuse_less_than_a_step(job, 8)
     refuse_less_than_a_step(job, 7)  # 14,336 tokens a step: the job holds one
     assert step_tokens(Job(resolve_model("8B"), 1e9, micro_batch=4), 8) == 65536
+
+
+@pytest.mark.parametrize(
+    ("gpu", "fabric"),
+    [("RTX-4090", "ethernet"), ("L40S", "ethernet"), ("H100-PCIe", "ethernet"), ("H100-NVL", "ethernet"),
+     ("H100", "rdma"), ("A100", "rdma"), ("MI300X", "rdma"), ("GB200", "rdma")],
+)  # fmt: skip
+def test_the_default_network_between_servers_follows_the_gpu(gpu, fabric):
+    """estimate took RDMA between servers for every GPU: 16 RTX 4090s were costed as an InfiniBand cluster, where
+    plan (which reads the network from each offer) puts every PCIe-card server on Ethernet."""
+    job = Job(resolve_model("8B"), 100e9)
+    assumed = estimate(job, GPUS.resolve(gpu), 16)
+    given = estimate(job, GPUS.resolve(gpu), 16, gpus_per_node=8, fabric=fabric)
+    assert (assumed.fabric, assumed.wall_hours) == (fabric, given.wall_hours)
+    assert assumed.fabric_basis.startswith("assumption: ") and given.fabric_basis == "given: --fabric"
+    assert assumed.factors["nodes"] == pytest.approx(1 / (1 + mfu_model.NODE_PENALTY[fabric]))
+
+
+def test_a_pcie_card_on_two_servers_is_charged_ethernet_unless_told_otherwise():
+    """The audit's case: RTX 4090 x 16 said "rdma between 2 nodes"; over Ethernet the nodes term is 1/1.15."""
+    job = Job(resolve_model("8B"), 100e9)
+    rtx = GPUS.resolve("RTX-4090")
+    assumed = estimate(job, rtx, 16)
+    rdma = estimate(job, rtx, 16, fabric="rdma")
+    assert rdma.wall_hours.expected / assumed.wall_hours.expected == pytest.approx(1.01 / 1.15)
+    assert "PCIe card" in assumed.fabric_basis and "--fabric rdma" in assumed.fabric_basis
+
+
+def test_mi250x_nodes_hold_four_modules_by_default():
+    """costopt counts MI250/MI250X modules, which sit four to a node (LUMI, Frontier, AMD's own runs), but
+    --gpus-per-node stayed 8: 8 modules were laid out as one node with no network term."""
+    job = Job(resolve_model("8B"), 100e9)
+    for name in ("MI250X", "MI250"):
+        gpu = GPUS.resolve(name)
+        assert gpu.gpus_per_node == 4
+        assumed = estimate(job, gpu, 8)
+        assert (assumed.gpus_per_node, assumed.wall_hours) == (4, estimate(job, gpu, 8, gpus_per_node=4).wall_hours)
+        assert assumed.gpus_per_node_basis.startswith(f"the GPU table: {name} servers hold 4")
+        assert assumed.factors["nodes"] == pytest.approx(1 / 1.01)  # two nodes over RDMA
+    h100 = estimate(job, GPUS.resolve("H100"), 8)
+    assert (h100.gpus_per_node, h100.factors["nodes"]) == (8, 1.0)
+    assert h100.gpus_per_node_basis.startswith("assumption: an 8-GPU server")
+    assert {g.name for g in GPUS.specs if g.gpus_per_node is not None} == {"MI250X", "MI250"}
+
+
+def test_estimate_json_says_which_layout_it_assumed():
+    out = run_costopt(
+        "estimate", "--model", "8B", "--tokens", "100B", "--gpu", "RTX 4090", "--gpus", "16", "-f", "json"
+    )
+    assert out.returncode == 0, out.stderr
+    a = json.loads(out.stdout)["assumptions"]
+    assert (a["gpus_per_node"], a["inter_node_fabric"]) == (8, "ethernet")
+    assert a["inter_node_fabric_basis"].startswith("assumption: RTX-4090 is a PCIe card")
+    assert a["gpus_per_node_basis"].startswith("assumption: an 8-GPU server")
