@@ -385,3 +385,13 @@ def test_no_offer_with_a_cluster_network_holds_a_pcie_card(seeded):
     assert len(rdma) >= 20  # p4d/p5/ND/A3/HGX...: the check has offers to look at
     assert [o for o in rdma if catalog().resolve(o["gpu"]).intra_node in PCIE_SERVERS] == []
     assert any(catalog().resolve(o["gpu"]).intra_node in PCIE_SERVERS for o in offers)  # and PCIe cards are offered
+
+
+def test_readme_lists_every_precision_estimate_takes():
+    """README's estimate section listed ``--precision bf16|fp8``; the CLI also takes fp16 (its --help says so)."""
+    from optimizer.estimate import PRECISIONS
+
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("### `costopt estimate`")[1].split("\n### ")[0]
+    assert f"`--precision {'|'.join(PRECISIONS)}`" in section
+    assert PRECISIONS == ("bf16", "fp16", "fp8")
