@@ -121,7 +121,7 @@ def plan_command(
     checkpointing: CheckpointOption = False,
     no_checkpointing: NoCheckpointOption = False,
     recompute: RecomputeOption = "selective",
-    stack: StackOption = "typical",
+    stack: StackOption = None,
     measured: MeasuredOption = None,
     mfu: MfuOption = None,
     db: DbOption = None,
@@ -130,6 +130,9 @@ def plan_command(
     exact: ExactOption = False,
 ) -> None:
     """Cost and time of a training job on every offer that can hold it, cheapest first, with spot savings."""
+    from optimizer.estimate import stack_class
+
+    stack = stack_class(stack, mfu)  # --mfu replaces the stack class: both at once is refused, as in estimate
     from dataclasses import replace
 
     from cli.names import check_providers, check_regions

@@ -395,3 +395,13 @@ def test_readme_lists_every_precision_estimate_takes():
     section = readme.split("### `costopt estimate`")[1].split("\n### ")[0]
     assert f"`--precision {'|'.join(PRECISIONS)}`" in section
     assert PRECISIONS == ("bf16", "fp16", "fp8")
+
+
+def test_plan_refuses_mfu_with_stack_as_estimate_does(tmp_path):
+    """plan had the same hole: ``--mfu 0.4 --stack basic`` planned at 40 % and dropped --stack without a word."""
+    from tests.conftest import run_costopt
+
+    env = {"COSTOPT_DATA_DIR": str(tmp_path), "COSTOPT_DB": ""}
+    out = run_costopt("plan", "--model", "8B", "--tokens", "100B", "--mfu", "0.4", "--stack", "basic", env=env)
+    assert (out.returncode, out.stdout, out.stderr.count("\n")) == (2, "", 1)
+    assert out.stderr.startswith("costopt: error: --mfu and --stack both set the MFU: give one of them")
