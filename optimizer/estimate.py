@@ -272,27 +272,35 @@ def assumptions(est: Estimate) -> dict[str, Any]:
     }
 
 
-Modelled = Callable[[GpuSpec, int, int, str], mfu_model.Mfu]  # (GPU, GPUs, GPUs per node, stack) -> the model's MFU
+Modelled = Callable[[GpuSpec, int, int, str, str], mfu_model.Mfu]
+# (GPU, GPUs, GPUs per node, fabric, stack) -> the model's MFU
 
 
 def _from_measurement(
-    job: Job, flops: Flops, gpu: GpuSpec, gpus: int, gpus_per_node: int, modelled: Modelled, fit: mfu_model.Fit
+    job: Job,
+    flops: Flops,
+    gpu: GpuSpec,
+    gpus: int,
+    gpus_per_node: int,
+    fabric: str,
+    modelled: Modelled,
+    fit: mfu_model.Fit,
 ) -> tuple[Range, dict[str, float]]:
     """The MFU range of ``job`` on ``gpus`` x ``gpu`` from the user's measured throughput (optimizer/measured.py).
 
     The team's factor is the measured steady MFU, less the goodput, over what the model expects of a tuned stack on
-    the measured GPU and count (on servers of ``measured.NODE_GPUS``); the model carries it to the target. The two
-    model figures are not capped (a cap would not cancel in their ratio); the result is capped at the higher of the
-    published ceiling and the user's own whole-run figure.
+    the measured layout (the measured GPU and count on servers of ``measured.NODE_GPUS``, over the measurement's own
+    network, so a target on another network is charged the model's difference); the model carries it to the target.
+    The two model figures are not capped (a cap would not cancel in their ratio); the result is capped at the higher
+    of the published ceiling and the user's own whole-run figure.
     """
     measurement = job.measured
     assert measurement is not None
     peak = mfu_model.peak_flops(measurement.gpu, job.precision)
     steady = measured_model.steady_mfu(measurement, flops.total / job.tokens, peak)
-    reference = math.prod(
-        modelled(measurement.gpu, measurement.gpus, measured_model.NODE_GPUS, "tuned").factors.values()
-    )
-    target = math.prod(modelled(gpu, gpus, gpus_per_node, "tuned").factors.values())
+    measured_layout = (measurement.gpu, measurement.gpus, measurement.gpus_per_node, measurement.fabric)
+    reference = math.prod(modelled(*measured_layout, "tuned").factors.values())
+    target = math.prod(modelled(gpu, gpus, gpus_per_node, fabric, "tuned").factors.values())
     whole_run = steady * measured_model.GOODPUT
     ceiling = max(mfu_model.MFU_CEILING, whole_run)
     expected = min(whole_run * target / reference, ceiling)
@@ -335,13 +343,13 @@ def estimate(
         factors = {"override": mfu_override}
     else:
 
-        def modelled(on: GpuSpec, count: int, per_node: int, stack: str) -> mfu_model.Mfu:
+        def modelled(on: GpuSpec, count: int, per_node: int, network: str, stack: str) -> mfu_model.Mfu:
             return mfu_model.realized_mfu(
                 on,
                 active_params=model.active_params,
                 gpus=count,
                 gpus_per_node=per_node,
-                fabric=fabric,
+                fabric=network,
                 moe=model.moe,
                 method=job.method,
                 precision=job.precision,
@@ -352,10 +360,10 @@ def estimate(
             )
 
         if job.measured is None:
-            m = modelled(gpu, gpus, gpus_per_node, job.stack)
+            m = modelled(gpu, gpus, gpus_per_node, fabric, job.stack)
             mfu, factors = Range(m.low, m.expected, m.high), m.factors
         else:
-            mfu, factors = _from_measurement(job, flops, gpu, gpus, gpus_per_node, modelled, fit)
+            mfu, factors = _from_measurement(job, flops, gpu, gpus, gpus_per_node, fabric, modelled, fit)
     peak = mfu_model.peak_flops(gpu, job.precision)
     # GPU-hours are inversely proportional to MFU: the high MFU gives the low (fastest) figure
     gpu_hours = Range(*(flops.total / (peak * u) / 3600 for u in (mfu.high, mfu.expected, mfu.low)))

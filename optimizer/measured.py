@@ -18,6 +18,11 @@ time" on 16K H100 (Dubey et al. 2024, section 3.3.4; Llama 3.1 405B's published 
 attention counted, against the 38-43 % steady MFU of the report's Table 4: 0.87-0.98). The range, 0.75-1.0, is a
 guess around it: a run that never stops, and a small team that restarts failed jobs by hand.
 
+The measured layout: the GPUs on servers of NODE_GPUS (one server when fewer) and, when they span servers, RDMA
+between them unless the measurement says otherwise (``3100@16xA100-80GB:ethernet``). The model's reference MFU is
+computed on that layout, so a target on another network is charged the model's difference (before, the reference took
+the target's network, and an Ethernet option came out as fast as an InfiniBand one).
+
 The band: on the measured GPU and count, the goodput range. Elsewhere the transfer band
 (``Fit.measured_band``), read off the calibration the way a user would use it: each run predicted from another
 published run of the same organisation and stack class (``optimizer.calibration.transfer_log_ratios``); out of
@@ -31,6 +36,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from optimizer.mfu import FABRICS
 from warehouse.errors import UsageError
 from warehouse.gpus import GpuSpec
 
@@ -38,8 +44,12 @@ GOODPUT = 0.9  # stated: whole-run wall time at the steady rate (Llama 3 report:
 GOODPUT_RANGE = (0.75, 1.0)  # stated: a team that restarts by hand, and a run that never stops
 NODE_GPUS = 8  # the measured GPUs sat on servers of this many (or on one server, when fewer)
 
-_MEASURED = re.compile(r"^\s*([0-9][0-9_,]*(?:\.[0-9]+)?)\s*([kK]?)\s*@\s*([0-9]+)\s*[x×*]\s*(\S.*?)\s*$")
-EXAMPLE = "3100@8xA100-80GB (tokens/s per GPU @ GPUs x GPU)"
+MEASURED_FABRIC = "rdma"  # stated: the network between the measured servers unless the measurement names one
+
+_MEASURED = re.compile(
+    r"^\s*([0-9][0-9_,]*(?:\.[0-9]+)?)\s*([kK]?)\s*@\s*([0-9]+)\s*[x×*]\s*(\S.*?)(?:\s*:\s*([A-Za-z]+))?\s*$"
+)
+EXAMPLE = "3100@8xA100-80GB (tokens/s per GPU @ GPUs x GPU; across servers add :ethernet if not over RDMA)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,13 +59,27 @@ class Measurement:
     tokens_per_s_per_gpu: float
     gpu: GpuSpec
     gpus: int
+    fabric: str = MEASURED_FABRIC  # the network between the measured servers (read only when they are several)
+    fabric_given: bool = False  # False: MEASURED_FABRIC, assumed
+
+    @property
+    def gpus_per_node(self) -> int:
+        return min(self.gpus, NODE_GPUS)
+
+    @property
+    def nodes(self) -> int:
+        return math.ceil(self.gpus / self.gpus_per_node)
 
     def __str__(self) -> str:
-        return f"{self.tokens_per_s_per_gpu:,.0f} tokens/s per GPU on {self.gpus} x {self.gpu.name}"
+        text = f"{self.tokens_per_s_per_gpu:,.0f} tokens/s per GPU on {self.gpus} x {self.gpu.name}"
+        if self.nodes > 1:
+            text += f", {self.nodes} servers over {self.fabric}" + ("" if self.fabric_given else " (assumed)")
+        return text
 
 
 def parse_measurement(text: str) -> Measurement:
-    """``3100@8xA100-80GB``, ``3.1k @ 16 x H100``: tokens/s per GPU, then the GPU count and the GPU it ran on."""
+    """``3100@8xA100-80GB``, ``3.1k @ 16 x H100``: tokens/s per GPU, then the GPU count and the GPU it ran on;
+    ``3100@16xA100-80GB:ethernet`` names the network between the measured servers (else MEASURED_FABRIC)."""
     from warehouse.gpus import catalog
 
     match = _MEASURED.match(text)
@@ -67,11 +91,14 @@ def parse_measurement(text: str) -> Measurement:
         raise UsageError(f"--measured: the throughput must be positive, got {text!r}")
     if gpus <= 0:
         raise UsageError(f"--measured: the GPU count must be positive, got {text!r}")
+    fabric = (match.group(5) or MEASURED_FABRIC).lower()
+    if fabric not in FABRICS:
+        raise UsageError(f"--measured: the network after ':' must be one of {', '.join(FABRICS)}, got {text!r}")
     try:
         gpu = catalog().resolve(match.group(4))
     except UsageError as exc:
         raise UsageError(f"--measured: {exc}") from None
-    return Measurement(rate, gpu, gpus)
+    return Measurement(rate, gpu, gpus, fabric=fabric, fabric_given=match.group(5) is not None)
 
 
 def steady_mfu(measurement: Measurement, flops_per_token: float, peak_flops: float) -> float:

@@ -81,7 +81,8 @@ MeasuredOption = Annotated[
     typer.Option(
         "--measured",
         help="Your stack's measured throughput on this model, in place of --stack: tokens/s per GPU @ GPUs x GPU, "
-        "e.g. 3100@8xA100-80GB. README: 'Your own throughput'.",
+        "e.g. 3100@8xA100-80GB; across servers RDMA is assumed, add :ethernet if not (3100@16xA100-80GB:ethernet). "
+        "README: 'Your own throughput'.",
     ),
 ]
 

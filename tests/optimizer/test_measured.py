@@ -35,7 +35,21 @@ def test_a_measurement_is_read_in_the_words_the_help_gives():
     assert str(parse_measurement("3100@8xA100-80GB")) == "3,100 tokens/s per GPU on 8 x A100-80GB"
 
 
-@pytest.mark.parametrize("text", ["3100", "3100@A100", "fast@8xA100", "0@8xA100", "3100@0xA100", "3100@8xNOPE"])
+def test_a_measurement_across_servers_names_its_network_or_says_it_assumed_rdma():
+    assert parse_measurement("3100@8xA100-80GB").nodes == 1
+    m = parse_measurement("3100@16xA100-80GB")
+    assert (m.gpus_per_node, m.nodes, m.fabric, m.fabric_given) == (8, 2, "rdma", False)
+    assert str(m) == "3,100 tokens/s per GPU on 16 x A100-80GB, 2 servers over rdma (assumed)"
+    m = parse_measurement("3100@16xA100-80GB:ethernet")
+    assert (m.gpu.name, m.fabric, m.fabric_given) == ("A100-80GB", "ethernet", True)
+    assert str(m) == "3,100 tokens/s per GPU on 16 x A100-80GB, 2 servers over ethernet"
+    assert parse_measurement(" 3.1k @ 32 x H100 : RDMA ").fabric == "rdma"
+    assert parse_measurement("3100@1xRTX 4090").gpu.name == "RTX-4090"
+
+
+@pytest.mark.parametrize(
+    "text", ["3100", "3100@A100", "fast@8xA100", "0@8xA100", "3100@0xA100", "3100@8xNOPE", "3100@16xA100:ib"]
+)
 def test_a_measurement_that_cannot_be_read_is_a_usage_error(text):
     with pytest.raises(UsageError, match="--measured"):
         parse_measurement(text)
@@ -69,6 +83,29 @@ def test_elsewhere_the_model_carries_the_team_factor_and_the_range_is_the_transf
     wide = estimate(JOB, GPUS.resolve("A100-80GB"), 64)
     assert wide.factors["transfer"] < 1.0
     assert wide.mfu.low == pytest.approx(wide.mfu.expected * t_low)
+
+
+def test_the_measured_servers_network_is_the_measurements_not_the_targets():
+    """The audit's BUG 10: the reference MFU of the measured layout took the target's network, so a two-server
+    measurement carried to two Ethernet servers came out as fast as to two InfiniBand ones (and to one server on an
+    Ethernet provider faster than on an RDMA one). The measurement ran over RDMA unless it says ``:ethernet``."""
+    gpu = GPUS.resolve("A100-80GB")
+    two = Job(resolve_model("8B"), 100e9, measured=parse_measurement("3100@16xA100-80GB"))
+    rdma, ethernet = estimate(two, gpu, 16, fabric="rdma"), estimate(two, gpu, 16, fabric="ethernet")
+    assert rdma.mfu.low == pytest.approx(STEADY * 0.75)  # the measured layout: the goodput's range
+    # Ethernet is charged the model's node penalties' difference, (1 + 0.01) / (1 + 0.15) for two servers
+    assert ethernet.wall_hours.expected == pytest.approx(rdma.wall_hours.expected * 1.15 / 1.01)  # 708.5 h, not 622.3
+    assert ethernet.factors["transfer"] == pytest.approx(1.01 / 1.15)
+    assert rdma.factors["transfer"] == pytest.approx(1.0)
+    # one server has no network between servers: the same on either (was 1,081 h on Ethernet against 1,231 on RDMA)
+    one_rdma, one_ethernet = estimate(two, gpu, 8, fabric="rdma"), estimate(two, gpu, 8, fabric="ethernet")
+    assert one_rdma.mfu == one_ethernet.mfu
+    assert one_rdma.factors["transfer"] == pytest.approx(1.01 * (1 + 5e5 * 16 / 8e9))
+    # a measurement over Ethernet, carried to Ethernet: nothing to charge
+    over = Job(resolve_model("8B"), 100e9, measured=parse_measurement("3100@16xA100-80GB:ethernet"))
+    same = estimate(over, gpu, 16, fabric="ethernet")
+    assert same.factors["transfer"] == pytest.approx(1.0)
+    assert same.mfu == rdma.mfu
 
 
 def test_the_stack_class_does_not_move_a_measured_estimate():
