@@ -213,16 +213,24 @@ def range_means(est: Estimate) -> str:
     by what it held out of sample (round 26)."""
     if est.given_mfu is not None:
         return "none: --mfu gives one MFU, so low = expected = high"
+    fastest = "low GPU-hours and wall time = the fastest plausible outcome (the high MFU)"
     if est.job.measured is not None:
+        distance = est.factors.get("doublings")
+        if distance is None:
+            return (
+                f"on another GPU than measured, {mfu_model.transfer_claim()} of a team's run predicted from another of "
+                f"its runs; {fastest}"
+            )
+        if distance == 0:
+            return f"on the measured GPUs and count the goodput's range; {fastest}"
+        t_low = min(mfu_model.FITTED.transfer_band()[0], measured_model.GOODPUT_RANGE[0] / measured_model.GOODPUT)
         return (
-            "on the measured GPUs and count the goodput's range, elsewhere "
-            f"{mfu_model.transfer_claim()} of a team's run predicted from another of its runs; "
-            "low GPU-hours and wall time = the fastest plausible outcome (the high MFU)"
+            f"on the measured GPU, {distance:.3g} doubling(s) of GPUs, servers or network from the measured layout: "
+            f"the goodput's range, its slow end x{measured_model.DOUBLING_STEP:g} per doubling (stated; not below "
+            f"x{t_low:g}), its fast end your steady rate times the model's transfer; {fastest}"
         )
-    return (
-        f"for {mfu_model.article(est.job.stack)} {est.job.stack} team, {mfu_model.range_claim(est.job.stack)}; "
-        "low GPU-hours and wall time = the fastest plausible outcome (the high MFU)"
-    )
+    stack = est.job.stack
+    return f"for {mfu_model.article(stack)} {stack} team, {mfu_model.range_claim(stack)}; {fastest}"
 
 
 def assumptions(est: Estimate) -> dict[str, Any]:
@@ -292,7 +300,9 @@ def _from_measurement(
     the measured layout (the measured GPU and count on servers of ``measured.NODE_GPUS``, over the measurement's own
     network, so a target on another network is charged the model's difference); the model carries it to the target.
     The two model figures are not capped (a cap would not cancel in their ratio); the result is capped at the higher
-    of the published ceiling and the user's own whole-run figure.
+    of the published ceiling and the user's own whole-run figure. On the measured GPU the band is the goodput's,
+    widened on the slow side by the distance to the measured layout (``measured.band``); the fast end never passes
+    the measured steady rate times the model's transfer.
     """
     measurement = job.measured
     assert measurement is not None
@@ -304,9 +314,13 @@ def _from_measurement(
     whole_run = steady * measured_model.GOODPUT
     ceiling = max(mfu_model.MFU_CEILING, whole_run)
     expected = min(whole_run * target / reference, ceiling)
-    same = measurement.gpu.name == gpu.name and measurement.gpus == gpus and target == reference
-    low, high = measured_model.band(fit.transfer_band(), same_setup=same)
     factors = {"measured_steady": steady, "goodput": measured_model.GOODPUT, "transfer": target / reference}
+    same_gpu = measurement.gpu.name == gpu.name
+    distance = 0.0
+    if same_gpu:
+        distance = measured_model.doublings(measurement, gpus, gpus_per_node, fabric)
+        factors["doublings"] = distance
+    low, high = measured_model.band(fit.transfer_band(), same_gpu=same_gpu, distance=distance)
     return Range(expected * low, expected, min(expected * high, ceiling)), factors
 
 

@@ -400,7 +400,12 @@ def _range_basis(job) -> str:
     from optimizer import mfu
 
     if job.measured is not None:
-        return f"goodput and same-team transfer band: --measured, {mfu.transfer_claim()}"
+        from optimizer.measured import DOUBLING_STEP
+
+        return (
+            f"--measured: on the measured GPU the goodput's band, its slow end x{DOUBLING_STEP:g} per doubling of GPUs "
+            f"or servers away (stated); on other GPUs the same-team transfer band, {mfu.transfer_claim()}"
+        )
     return mfu.range_claim(job.stack)
 
 
@@ -433,9 +438,10 @@ def _explain(job, wide: bool = False, mfu_given: float | None = None) -> None:
         )
         band = (
             "MFU band",
-            f"on the measured GPUs goodput {g_low:g}-{g_high:g} of {measured.GOODPUT:g}; elsewhere "
+            f"on the measured GPU goodput {g_low:g}-{g_high:g} of {measured.GOODPUT:g}, its slow end "
+            f"x{measured.DOUBLING_STEP:g} per doubling of GPUs or servers away (not below x{t_low:g}); on other GPUs "
             f"x{t_low:g}-x{t_high:g}",
-            f"stated; a run predicted from another run of its team: {mfu.transfer_claim()}",
+            f"stated; on other GPUs a run predicted from another run of its team: {mfu.transfer_claim()}",
         )
     attention = f" + attention 12.L.d.S per token, {sequence_note(job)}"
     # the model's MFU: its factors, band and ceiling; under --mfu none applies, and one row says what does

@@ -352,6 +352,12 @@ def test_cli_does_not_fit_is_exit_0_and_bad_input_is_one_line_exit_2():
         (("--stack", "tuned"), "calibrated on published whole training runs", "for a tuned team, a range that held"),
         (("--mfu", "0.4"), "given: --mfu 0.4, not the calibrated model", "none: --mfu gives one MFU"),
         (("--measured", "3100@8xA100-80GB"), "your measurement, 3,100 tokens/s", "on the measured GPUs and count"),
+        (
+            ("--measured", "3100@16xA100-80GB"),
+            "your measurement, 3,100 tokens/s per GPU on 16 x A100-80GB, 2 servers over rdma (assumed)",
+            "on the measured GPU, 2 doubling(s) of GPUs, servers or network from the measured layout: the goodput's",
+        ),
+        (("--measured", "3100@8xH100"), "your measurement, 3,100 tokens/s", "on another GPU than measured, a range"),
     ],
 )
 def test_the_answer_says_where_its_mfu_and_its_range_come_from(extra, basis, range_starts):

@@ -79,10 +79,36 @@ def test_elsewhere_the_model_carries_the_team_factor_and_the_range_is_the_transf
     assert (t_low, t_high) == (0.52, 1.94)  # round 46 (round 43: 0.51)
     assert est.mfu.low == pytest.approx(expected * t_low)
     assert est.mfu.high == pytest.approx(expected * t_high)
-    # more GPUs of the measured kind are elsewhere too: across nodes the scale-out term moves the figure
-    wide = estimate(JOB, GPUS.resolve("A100-80GB"), 64)
-    assert wide.factors["transfer"] < 1.0
-    assert wide.mfu.low == pytest.approx(wide.mfu.expected * t_low)
+    assert "doublings" not in est.factors  # on another GPU the distance does not set the band
+
+
+def test_on_the_measured_gpu_another_count_is_never_faster_than_the_measured_rate_carried_by_the_model():
+    """The audit's BUG 3 (s59 report I): any change of count took the cross-team transfer band, x0.51-1.94, so on 4 or
+    16 A100-80GB the fast end was 65 % MFU against the 51.4 % the user measured on 8 (transfer 1.00 on 4), and plan
+    showed 8 -> 16 GPUs 2.5x faster. Now the fast end is the steady rate times the model's transfer, and the slow end
+    the goodput's, x0.9 lower per doubling of GPUs and of servers."""
+    gpu = GPUS.resolve("A100-80GB")
+    here = estimate(JOB, gpu, 8)
+    g_low = measured_model.GOODPUT_RANGE[0] / measured_model.GOODPUT  # 0.8333
+    # 4 on one server: one doubling of GPUs, none of servers; the model's transfer is 1 inside an NVLink server
+    four = estimate(JOB, gpu, 4)
+    assert four.mfu.high == pytest.approx(STEADY)  # 0.514, was 0.65
+    assert four.mfu.expected == pytest.approx(STEADY * 0.9)
+    assert four.mfu.low == pytest.approx(STEADY * 0.9 * g_low * 0.9)
+    assert (four.factors["transfer"], four.factors["doublings"]) == (pytest.approx(1.0), 1.0)
+    # 16 on two servers (RDMA): one doubling of GPUs and one of servers; transfer 1 / (1.01 x (1 + 5e5 x 16 / 8e9))
+    sixteen = estimate(JOB, gpu, 16)
+    transfer = 1 / (1.01 * (1 + 5e5 * 16 / 8e9))
+    assert sixteen.mfu.high == pytest.approx(STEADY * transfer)
+    assert sixteen.mfu.low == pytest.approx(STEADY * 0.9 * transfer * g_low * 0.9**2)
+    assert (sixteen.factors["transfer"], sixteen.factors["doublings"]) == (pytest.approx(transfer), 2.0)
+    # twice the GPUs are at best twice as fast, less what the model says the second server costs
+    assert sixteen.wall_hours.low == pytest.approx(here.wall_hours.low / 2 / transfer)  # 566 h, not 443
+    # far from the measurement the slow end reaches the teammate transfers' and goes no lower
+    wide = estimate(JOB, gpu, 64)
+    assert wide.factors["doublings"] == 6.0 and wide.factors["transfer"] < 1.0
+    assert wide.mfu.low == pytest.approx(wide.mfu.expected * FIT.transfer_band()[0])
+    assert wide.mfu.high == pytest.approx(STEADY * wide.factors["transfer"])
 
 
 def test_the_measured_servers_network_is_the_measurements_not_the_targets():
@@ -95,8 +121,10 @@ def test_the_measured_servers_network_is_the_measurements_not_the_targets():
     assert rdma.mfu.low == pytest.approx(STEADY * 0.75)  # the measured layout: the goodput's range
     # Ethernet is charged the model's node penalties' difference, (1 + 0.01) / (1 + 0.15) for two servers
     assert ethernet.wall_hours.expected == pytest.approx(rdma.wall_hours.expected * 1.15 / 1.01)  # 708.5 h, not 622.3
+    assert ethernet.mfu.high == pytest.approx(STEADY * 1.01 / 1.15)
     assert ethernet.factors["transfer"] == pytest.approx(1.01 / 1.15)
-    assert rdma.factors["transfer"] == pytest.approx(1.0)
+    assert (rdma.factors["transfer"], rdma.factors["doublings"]) == (pytest.approx(1.0), 0.0)
+    assert ethernet.factors["doublings"] == 1.0  # a change of network counts as one doubling
     # one server has no network between servers: the same on either (was 1,081 h on Ethernet against 1,231 on RDMA)
     one_rdma, one_ethernet = estimate(two, gpu, 8, fabric="rdma"), estimate(two, gpu, 8, fabric="ethernet")
     assert one_rdma.mfu == one_ethernet.mfu
@@ -104,7 +132,7 @@ def test_the_measured_servers_network_is_the_measurements_not_the_targets():
     # a measurement over Ethernet, carried to Ethernet: nothing to charge
     over = Job(resolve_model("8B"), 100e9, measured=parse_measurement("3100@16xA100-80GB:ethernet"))
     same = estimate(over, gpu, 16, fabric="ethernet")
-    assert same.factors["transfer"] == pytest.approx(1.0)
+    assert (same.factors["transfer"], same.factors["doublings"]) == (pytest.approx(1.0), 0.0)
     assert same.mfu == rdma.mfu
 
 
