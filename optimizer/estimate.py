@@ -88,10 +88,14 @@ class Job:
     @property
     def seq_len_basis(self) -> str:
         """Where the sequence length (attention FLOPs, activation memory) comes from: ``--seq-len``, the preset's
-        published training length, or the length assumed for a bare parameter count."""
+        published training length (``preset``), a length the preset assumes because its source publishes none
+        (``preset-assumed``: mistral-7b, llama4-scout and -maverick, whose sources say "8K assumed"), or the length
+        assumed for a bare parameter count (``assumed``)."""
         if self.seq_len is not None:
             return "--seq-len"
-        return "preset" if self.model.preset else "assumed"
+        if not self.model.preset:
+            return "assumed"
+        return "preset" if self.model.train_seq_len_published else "preset-assumed"
 
     def flops(self) -> Flops:
         return training_flops(self.model, self.tokens, method=self.method, seq_len=self.sequence_length)

@@ -54,6 +54,9 @@ class ModelSpec:
     # parameters in lookup tables besides the input embedding (value embeddings), which do no matmul work either.
     attention_span: float = 1.0
     lookup_params: float = 0.0
+    # False where the preset's source does not publish its pre-training length and ``train_seq_len`` is an assumption
+    # (its source says so): the output calls that length assumed, not the preset's published one
+    train_seq_len_published: bool = True
 
     @property
     def moe(self) -> bool:
@@ -82,12 +85,14 @@ def _p(
     top: int = 0,
     gated: bool = True,
     tied: bool = False,
+    seq_assumed: bool = False,
 ) -> ModelSpec:
     """A preset; ``tied``: the input embedding shares the output projection's weights (GPT-3), else it is a lookup
-    table of its own (Llama, Mistral, Qwen2.5 7B and up, DeepSeek: their configs' ``tie_word_embeddings: false``)."""
+    table of its own (Llama, Mistral, Qwen2.5 7B and up, DeepSeek: their configs' ``tie_word_embeddings: false``);
+    ``seq_assumed``: the source publishes no pre-training length and ``seq`` is an assumption (the source says so)."""
     return ModelSpec(
         name, total, active or total, layers, hidden, heads, kv, ffn, vocab, context, seq, experts, top, source, gated,
-        input_embedding=0.0 if tied else float(vocab * hidden),
+        input_embedding=0.0 if tied else float(vocab * hidden), train_seq_len_published=not seq_assumed,
     )  # fmt: skip
 
 
@@ -161,6 +166,7 @@ PRESETS: dict[str, ModelSpec] = {
             32768,
             8192,
             "mistralai/Mistral-7B-v0.1 config (training length not published; 8K assumed)",
+            seq_assumed=True,
         ),
         _p(
             "mixtral-8x7b",
@@ -241,6 +247,7 @@ PRESETS: dict[str, ModelSpec] = {
             " (109B total, 17B active; pre-training length not published: 8K assumed, the attention chunk size)",
             experts=16,
             top=1,
+            seq_assumed=True,
         ),
         _p(
             "llama4-maverick",
@@ -258,6 +265,7 @@ PRESETS: dict[str, ModelSpec] = {
             " shared expert); model card (400B total, 17B active; 8K pre-training length assumed as for Scout)",
             experts=128,
             top=1,
+            seq_assumed=True,
         ),
         _p(
             "gpt3-175b",

@@ -271,6 +271,7 @@ def sequence_note(job: Job) -> str:
     where = {
         "--seq-len": "--seq-len",
         "preset": "the preset's training length",
+        "preset-assumed": "assumed: the preset's source publishes no training length; --seq-len sets yours",
         "assumed": "assumed for a bare parameter count: --seq-len sets yours",
     }[job.seq_len_basis]
     return f"sequences of {job.sequence_length:,} tokens ({where})"

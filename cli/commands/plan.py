@@ -307,7 +307,7 @@ def _print_human(
         f"{info['model']} ({human_count(info['active_params'])} active params) x {human_count(info['tokens'])} tokens "
         f"= {info['flops']:.3g} FLOPs ({info['method']}, {info['precision']})"
     )
-    if job.seq_len_basis == "assumed":
+    if job.seq_len_basis in ("assumed", "preset-assumed"):
         say(sequence_note(job))
     print(note_text)
     if info["measured"]:

@@ -496,3 +496,20 @@ def test_estimate_json_says_which_layout_it_assumed():
     assert (a["gpus_per_node"], a["inter_node_fabric"]) == (8, "ethernet")
     assert a["inter_node_fabric_basis"].startswith("assumption: RTX-4090 is a PCIe card")
     assert a["gpus_per_node_basis"].startswith("assumption: an 8-GPU server")
+
+
+def test_a_preset_whose_source_publishes_no_training_length_calls_it_assumed():
+    """mistral-7b's source says "training length not published; 8K assumed", yet seq_len_basis said "preset", which
+    README and the table read as "the preset's published training length" (estimator audit, nitpick)."""
+    from tests.conftest import run_costopt
+
+    for name in ("mistral-7b", "llama4-scout", "llama4-maverick"):
+        job = Job(resolve_model(name), 1e9)
+        assert (job.seq_len_basis, job.sequence_length) == ("preset-assumed", 8192), name
+    assert Job(resolve_model("llama3-8b"), 1e9).seq_len_basis == "preset"  # Meta publishes 8K
+    assert Job(resolve_model("mistral-7b"), 1e9, seq_len=4096).seq_len_basis == "--seq-len"
+    out = run_costopt("estimate", "--model", "mistral-7b", "--tokens", "100B", "--gpu", "A100", "--gpus", "8")
+    assert out.returncode == 0, out.stderr
+    flat = " ".join(out.stdout.split())
+    assert "sequences of 8,192 tokens (assumed: the preset's source publishes no training length" in flat
+    assert "the preset's training length" not in flat
