@@ -116,7 +116,9 @@ def speed_line(rows: list[dict[str, Any]]) -> str:
 
 def band_line(rows: list[dict[str, Any]], basis: str) -> str:
     """The ranges as multiples of the expected figure, said once for the rows shown, with what they are
-    (``basis``: ``mfu.range_claim``'s words, what the range held out of sample)."""
+    (``basis``: ``mfu.range_claim``'s words, what the range held out of sample). Where the MFU ceiling sets a row's
+    fastest plausible figure (``mfu_ceiling_binds``: an A100 row's x0.74 where the band alone gives x0.65) the line
+    says so, or the multiples would read as the band's."""
     lows = [r["wall_low"] / r["wall_expected"] for r in rows if r["wall_expected"]]
     highs = [r["wall_high"] / r["wall_expected"] for r in rows if r["wall_expected"]]
     if not lows:
@@ -126,9 +128,12 @@ def band_line(rows: list[dict[str, Any]], basis: str) -> str:
         low, high = min(values), max(values)
         return f"x{low:.2f}" if f"{low:.2f}" == f"{high:.2f}" else f"x{low:.2f}-{high:.2f}"
 
+    capped = sum(1 for r in rows if "high" in r["mfu_ceiling_binds"])
+    where = "every row" if capped == len(rows) else f"{capped} of these rows"
+    ceiling = f": the MFU ceiling sets it on {where}" if capped else ""
     return (
-        f"range: wall time and cost run from {span(lows)} (fastest plausible) to {span(highs)} (slowest plausible) "
-        f"of the expected figure ({basis})"
+        f"range: wall time and cost run from {span(lows)} (fastest plausible{ceiling}) to {span(highs)} (slowest "
+        f"plausible) of the expected figure ({basis})"
     )
 
 

@@ -237,6 +237,26 @@ def range_means(est: Estimate) -> str:
     return f"for {mfu_model.article(stack)} {stack} team, {mfu_model.range_claim(stack)}; {fastest}"
 
 
+def mfu_ceiling(est: Estimate) -> float | None:
+    """The MFU no figure of the answer may exceed: ``mfu.MFU_CEILING``, or under --measured the higher of it and the
+    user's own whole-run figure (``_from_measurement``); None under --mfu, which is taken as given."""
+    if est.given_mfu is not None:
+        return None
+    if est.job.measured is not None:
+        return max(mfu_model.MFU_CEILING, est.factors["measured_steady"] * est.factors["goodput"])
+    return mfu_model.MFU_CEILING
+
+
+def ceiling_binds(est: Estimate) -> list[str]:
+    """Which MFU figures the ceiling set (``expected``, ``high``): there the range is not the band's multiple of the
+    expected figure (an A100 job's fastest plausible is x0.74 of the expected time, not the band's x0.65), and the
+    product of ``mfu_factors`` exceeds the expected MFU when ``expected`` is listed."""
+    ceiling = mfu_ceiling(est)
+    if ceiling is None:
+        return []
+    return [name for name, value in (("expected", est.mfu.expected), ("high", est.mfu.high)) if value >= ceiling]
+
+
 def assumptions(est: Estimate) -> dict[str, Any]:
     job = est.job
     given = est.given_mfu is not None
@@ -269,6 +289,8 @@ def assumptions(est: Estimate) -> dict[str, Any]:
         "inter_node_fabric_basis": est.fabric_basis,
         "intra_node": est.gpu.intra_node,
         "mfu_factors": est.factors,
+        "mfu_ceiling": mfu_ceiling(est),
+        "mfu_ceiling_binds": ceiling_binds(est),
         "mfu_basis": mfu_source(est),
         "range_means": range_means(est),
         "speed_basis": basis,

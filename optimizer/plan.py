@@ -38,7 +38,7 @@ from operator import attrgetter
 from typing import Any
 
 from optimizer import defaults
-from optimizer.estimate import Estimate, Job, estimate
+from optimizer.estimate import Estimate, Job, ceiling_binds, estimate
 from optimizer.fabric import fabric_of
 from optimizer.inputs import MARKETPLACES
 from optimizer.market import Market, MarketPolicy, market_of
@@ -50,6 +50,8 @@ from warehouse.errors import CostoptError, UsageError
 from warehouse.gpus import GpuCatalog, GpuSpec
 
 INTERRUPTIBLE = ("spot", "interruptible")
+Labels = dict[str, Any]  # an option's labels from its estimate (``mfu_ceiling_binds``), merged into its row
+Timed = tuple[float, float, float, float, float, float, Labels]  # a count's wall times, MFU, overheads and labels
 
 
 class NoOptions(CostoptError):
@@ -88,6 +90,7 @@ OPTION_COLUMNS = [
     "listings", "market_basis",
     "wall_low", "wall_expected", "wall_high", "cost_low", "cost_expected", "cost_high",
     "mfu_expected", "spot_overhead", "spot_overhead_first_order", "hazard_source", "fabric", "speed_basis",
+    "mfu_ceiling_binds",
 ]  # fmt: skip
 
 
@@ -253,6 +256,7 @@ class _Option:
         "gpus_per_instance",
         "instance_type",
         "instances",
+        "labels",
         "market_basis",
         "market_rule",
         "mfu_expected",
@@ -284,6 +288,7 @@ class _Option:
     gpus_per_instance: int
     data_origin: str
     instances: int
+    labels: Labels  # what the count's estimate says of itself: where the MFU ceiling binds
     regions: list[str]
     usd_per_instance_hour: float
     usd_per_gpu_hour: float
@@ -343,6 +348,7 @@ class _Option:
             "savings_usd": self.savings_usd,
             "added_hours": self.added_hours,
             "savings_basis": self.savings_basis,
+            **self.labels,
             "pareto": self.pareto,
             "slow": self.slow,
         }
@@ -364,9 +370,8 @@ class _Builder:
     count_lists: dict[tuple[int, int, tuple[int, ...]], list[int]] = field(default_factory=dict)
     spot_counts: dict[tuple[str, str, str], set[int]] = field(default_factory=dict)
     overheads: dict[tuple[float, int], tuple[float, float]] = field(default_factory=dict)
-    profiles: dict[tuple[Any, ...], list[tuple[int, tuple[float, float, float, float, float, float] | None]]] = field(
-        default_factory=dict
-    )  # (GPU, per instance, fabric, interruptible, hazard, counts) -> each count's times, mfu and overhead
+    # (GPU, per instance, fabric, interruptible, hazard, counts) -> each count's times, mfu, overhead and labels
+    profiles: dict[tuple[Any, ...], list[tuple[int, Timed | None]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.states = state_bytes(self.job.model, self.job.method)
@@ -512,8 +517,9 @@ class _Builder:
                 factor = 1 + over
                 hours = est.wall_hours
                 mfu = est.mfu.expected
+                labels = {"mfu_ceiling_binds": ceiling_binds(est)}
                 profile.append(
-                    (n, (hours.low * factor, hours.expected * factor, hours.high * factor, mfu, over, first))
+                    (n, (hours.low * factor, hours.expected * factor, hours.high * factor, mfu, over, first, labels))
                 )
             self.profiles[key] = profile
         ident = (base["provider"], base["instance_type"], base["region"], base["pricing"], gpu.name, per_instance,
@@ -525,7 +531,7 @@ class _Builder:
             if timed is None:
                 self.drop(offer, f"x{n}: interruptions (every {1 / (hazard * n) * 60:.0f} min) outpace progress")
                 continue
-            fast, expected, slow, mfu, over, first = timed
+            fast, expected, slow, mfu, over, first, labels = timed
             if market is None:
                 per_hour = listed_price
                 o = _Option(base, ident, keys, n)
@@ -546,6 +552,7 @@ class _Builder:
             o.mfu_expected = mfu
             o.spot_overhead = over
             o.spot_overhead_first_order = first
+            o.labels = labels
             out.append(o)
         return out
 

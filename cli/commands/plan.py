@@ -38,7 +38,7 @@ CSV_COLUMNS = [
     # the rest of the JSON's fields, after the columns CSV readers already know: the price's source, when it was
     # observed and in force since, the marketplace listings' countries, and the precision and interruption terms
     "source", "observed_at", "effective_since", "listing_countries", "precision", "added_hours", "spot_overhead",
-    "hazard_source", "fabric",
+    "hazard_source", "fabric", "mfu_ceiling_binds",
 ]  # fmt: skip
 """The CSV holds every field of the JSON's options, flattened: the ``price_*`` fields without their prefix,
 ``wall_hours`` and ``cost_usd`` as ``wall_low`` ... ``cost_high``, lists (regions, countries) space-separated."""
@@ -239,6 +239,7 @@ def plan_command(
                 "spot_overhead": r["spot_overhead"] if r["pricing"] != "on_demand" else None,
                 "hazard_source": r["hazard_source"] or None,
                 "speed_basis": r["speed_basis"],
+                "mfu_ceiling_binds": r["mfu_ceiling_binds"],
                 "fabric": r["fabric"],
                 "pareto": r["pareto"],
                 "slow": r["slow"],
@@ -274,6 +275,7 @@ def plan_command(
                 precision=_precision(r["gpu"], job.precision),
                 spot_overhead=r["spot_overhead"] if r["pricing"] != "on_demand" else None,
                 hazard_source=r["hazard_source"] or None,
+                mfu_ceiling_binds=" ".join(r["mfu_ceiling_binds"]),
             )
             for r in rows
         ]

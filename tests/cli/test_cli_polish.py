@@ -90,6 +90,21 @@ def test_the_plan_table_fits_100_columns_and_shows_whole_values(env):
     assert expected in out.stdout
 
 
+def test_the_range_line_says_where_the_mfu_ceiling_sets_the_fastest_plausible_time(env):
+    """On A100 rows an 8B job's high MFU is the ceiling (0.65, not 48.3 % x 1.55): the footer's "x0.73-0.74 (fastest
+    plausible)" was read as the band's x0.65 (estimator audit, N1); it says the ceiling set it, and the JSON says on
+    which rows (mfu_ceiling_binds)."""
+    a100 = ("plan", "--model", "8B", "--tokens", "100B", "--gpu", "A100", "--top", "3")
+    options = json.loads(run(*a100, "-f", "json", env=env).stdout)["options"]
+    assert [o["mfu_ceiling_binds"] for o in options] == [["high"]] * 3
+    fastest = {round(o["wall_hours"]["low"] / o["wall_hours"]["expected"], 2) for o in options}
+    assert fastest <= {0.73, 0.74}  # 0.483 / 0.65, the spot overhead aside
+    text = " ".join(run(*a100, env=env).stdout.split())
+    assert "(fastest plausible: the MFU ceiling sets it on every row) to x3.70 (slowest plausible)" in text
+    h100 = " ".join(run("plan", "--model", "8B", "--tokens", "100B", "--gpu", "H100", env=env).stdout.split())
+    assert "x0.65 (fastest plausible) to x3.70" in h100 and "MFU ceiling" not in h100
+
+
 def test_a_wall_time_resting_on_a_datasheet_is_marked_at_100_columns(env):
     """At 100 columns the notes, where "speed extrapolated" is said, are hidden, and such rows top the plan: the wall
     time itself carries the mark, explained under the table, on exactly the rows whose speed_basis says so."""

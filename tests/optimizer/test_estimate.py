@@ -513,3 +513,27 @@ def test_a_preset_whose_source_publishes_no_training_length_calls_it_assumed():
     flat = " ".join(out.stdout.split())
     assert "sequences of 8,192 tokens (assumed: the preset's source publishes no training length" in flat
     assert "the preset's training length" not in flat
+
+
+@pytest.mark.parametrize(
+    ("gpu", "extra", "ceiling", "binds"),
+    [
+        ("A100", (), 0.65, ["high"]),  # 48.3 % x 1.55 > 0.65: the fastest plausible is the ceiling's
+        ("A100", ("--stack", "recipe"), 0.65, ["expected", "high"]),  # the factors multiply to 0.72
+        ("H100", (), 0.65, []),
+        ("A100", ("--mfu", "0.4"), None, []),
+    ],
+)
+def test_the_json_says_where_the_mfu_ceiling_binds(gpu, extra, ceiling, binds):
+    """With --stack recipe the JSON gave mfu.expected 0.65 while mfu_factors multiplied to 0.7245, and nothing said
+    the ceiling had set it (estimator audit, N2)."""
+    base = ("estimate", "--model", "8B", "--tokens", "100B", "--gpu", gpu, "--gpus", "8")
+    out = run_costopt(*base, *extra, "-f", "json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assumptions = data["assumptions"]
+    assert (assumptions["mfu_ceiling"], assumptions["mfu_ceiling_binds"]) == (ceiling, binds)
+    product = math.prod(assumptions["mfu_factors"].values())
+    assert ("expected" in binds) == (product > mfu_model.MFU_CEILING)
+    if "high" in binds:
+        assert data["mfu"]["high"] == mfu_model.MFU_CEILING
