@@ -13,6 +13,7 @@ from typing import Any
 
 from optimizer import measured as measured_model
 from optimizer import mfu as mfu_model
+from optimizer import scope as scope_model
 from optimizer.compute import METHODS, Flops, training_flops
 from optimizer.layout import layout
 from optimizer.measured import Measurement
@@ -139,6 +140,7 @@ class Estimate:
     gpu_hours: Range  # low = fastest plausible outcome
     wall_hours: Range
     memory: MemoryFit
+    scope: scope_model.Scope  # where the job lies against what the calibration covers (optimizer/scope.py)
     factors: dict[str, float] = field(default_factory=dict)
     gpus_per_node_basis: str = "given"  # optimizer/layout.py: --gpus-per-node, the GPU table or the 8-GPU assumption
     fabric_basis: str = "given"  # optimizer/layout.py: --fabric, or what the GPU's servers are sold with
@@ -206,8 +208,13 @@ def mfu_source(est: Estimate) -> str:
     if est.given_mfu is not None:
         return f"given: --mfu {est.given_mfu:g}, not the calibrated model; {GIVEN_MFU_MEANS}"
     if est.job.measured is not None:
-        return f"your measurement, {est.job.measured} (--measured), carried to this GPU and count by the model's terms"
-    return "calibrated on published whole training runs (optimizer/data/calibration_runs.csv)"
+        beyond = ", extrapolated beyond what the calibration covers" if est.scope.extrapolated else ""
+        return (
+            f"your measurement, {est.job.measured} (--measured), carried to this GPU and count by the model's terms"
+            + beyond
+        )
+    beyond = ", extrapolated beyond what they cover" if est.scope.extrapolated else ""
+    return f"calibrated on published whole training runs (optimizer/data/calibration_runs.csv){beyond}"
 
 
 def range_means(est: Estimate) -> str:
@@ -218,23 +225,29 @@ def range_means(est: Estimate) -> str:
     if est.given_mfu is not None:
         return "none: --mfu gives one MFU, so low = expected = high"
     fastest = "low GPU-hours and wall time = the fastest plausible outcome (the high MFU)"
+    outside = (
+        "extrapolated: the job lies outside what the calibration covers, so this range is carried over, not held; "
+        if est.scope.extrapolated
+        else ""
+    )
     if est.job.measured is not None:
         distance = est.factors.get("doublings")
         if distance is None:
             return (
-                f"on another GPU than measured, {mfu_model.transfer_claim()} of a team's run predicted from another of "
-                f"its runs; {fastest}"
+                f"{outside}on another GPU than measured, {mfu_model.transfer_claim()} of a team's run predicted from "
+                f"another of its runs; {fastest}"
             )
         if distance == 0:
-            return f"on the measured GPUs and count the goodput's range; {fastest}"
+            return f"{outside}on the measured GPUs and count the goodput's range; {fastest}"
         t_low = min(mfu_model.FITTED.transfer_band()[0], measured_model.GOODPUT_RANGE[0] / measured_model.GOODPUT)
         return (
-            f"on the measured GPU, {distance:.3g} doubling(s) of GPUs, servers or network from the measured layout: "
-            f"the goodput's range, its slow end x{measured_model.DOUBLING_STEP:g} per doubling (stated; not below "
-            f"x{t_low:g}), its fast end your steady rate times the model's transfer; {fastest}"
+            f"{outside}on the measured GPU, {distance:.3g} doubling(s) of GPUs, servers or network from the measured "
+            f"layout: the goodput's range, its slow end x{measured_model.DOUBLING_STEP:g} per doubling (stated; not "
+            f"below x{t_low:g}), its fast end your steady rate times the model's transfer; {fastest}"
         )
     stack = est.job.stack
-    return f"for {mfu_model.article(stack)} {stack} team, {mfu_model.range_claim(stack)}; {fastest}"
+    within = "inside it, " if outside else ""
+    return f"for {mfu_model.article(stack)} {stack} team, {outside}{within}{mfu_model.range_claim(stack)}; {fastest}"
 
 
 def mfu_ceiling(est: Estimate) -> float | None:
@@ -260,7 +273,8 @@ def ceiling_binds(est: Estimate) -> list[str]:
 def assumptions(est: Estimate) -> dict[str, Any]:
     job = est.job
     given = est.given_mfu is not None
-    basis = "given" if given else mfu_model.speed_basis(est.gpu)
+    basis = "given" if given else "extrapolated" if est.scope.extrapolated else "calibrated"
+    family = mfu_model.speed_basis(est.gpu)
     return {
         "method": job.method,
         "precision": job.precision,
@@ -297,11 +311,23 @@ def assumptions(est: Estimate) -> dict[str, Any]:
         "speed_basis_means": (
             "your --mfu of the GPU's datasheet peak"
             if given
-            else f"published whole runs on {est.gpu.architecture} GPUs are in the calibration"
-            if basis == "calibrated"
-            else f"no published whole run on {est.gpu.architecture} GPUs: extrapolated from the datasheet"
-            + (" and a stated ROCm factor" if mfu_model.amd_factor(est.gpu) is not None else "")
+            else (
+                f"published whole runs on {est.gpu.architecture} GPUs are in the calibration"
+                if family == "calibrated"
+                else f"no published whole run on {est.gpu.architecture} GPUs: extrapolated from the datasheet"
+                + (" and a stated ROCm factor" if mfu_model.amd_factor(est.gpu) is not None else "")
+            )
+            + (
+                ", but the job lies outside what the calibration covers (extrapolated_because)"
+                if family == "calibrated" and basis == "extrapolated"
+                else ""
+            )
         ),
+        # why the job is outside the calibration's coverage (empty: inside it; under --mfu only the batch and steps)
+        "extrapolated_because": est.scope.because,
+        "global_batch_tokens_min": est.scope.batch_tokens,  # GPUs x micro-batch x sequence length
+        "optimizer_steps_max": est.scope.steps,  # tokens / that batch
+        "warnings": list(est.scope.warnings),
         "sharding": "ZeRO-3/FSDP across all GPUs of the job",
     }
 
@@ -426,6 +452,7 @@ def estimate(
             micro_batch=job.micro_batch,
             checkpointing=job.checkpointing,
         ),
+        scope=scope_model.judge(job, gpu, gpus, gpus_per_node, given=mfu_override is not None),
         factors=factors,
         gpus_per_node_basis=where.gpus_per_node_basis,
         fabric_basis=where.fabric_basis,

@@ -221,6 +221,9 @@ def estimate_command(
     why = precision_note(est.gpu, job.precision)
     if why:
         say(f"precision: {why} (--precision {job.precision} asked)", indent="  ")
+    for line in est.scope.warnings:
+        say(line, indent="  ")
+    outside = "; ".join(est.scope.because)
     if job.measured is not None:
         f = est.factors
         say(
@@ -229,6 +232,8 @@ def estimate_command(
             "'Your own throughput'",
             indent="  ",
         )
+        if outside:
+            say(f"extrapolated: {outside}; the range is carried over, not held", indent="  ")
         return
     if est.given_mfu is not None:
         say(
@@ -237,14 +242,9 @@ def estimate_command(
             indent="  ",
         )
         return
-    from optimizer import mfu as mfu_model
-
-    if mfu_model.speed_basis(est.gpu) == "extrapolated":  # as plan marks it: MI300X, B200 can top a plan
-        guessed = " and a guessed ROCm factor" if mfu_model.amd_factor(est.gpu) is not None else ""
+    if outside:  # as plan marks it (an MI300X or B200 row can top a plan): outside the calibration's coverage
         say(
-            f"MFU: extrapolated: no published whole training run on {est.gpu.architecture} ({est.gpu.name}) is in the "
-            f"calibration; the time rests on the datasheet{guessed}, with the calibrated runs' range carried over; "
-            "--mfu overrides",
+            f"MFU: extrapolated: {outside}; the calibrated runs' range is carried over, not held; --mfu overrides",
             indent="  ",
         )
         return

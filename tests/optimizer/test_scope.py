@@ -1,0 +1,164 @@
+"""What the calibration covers (optimizer/scope.py), and estimates outside it said to be extrapolated.
+
+Estimator audit (session 59, report I): LoRA/QLoRA (no fine-tuning run in the calibration), 100,000 GPUs (a 205M-token
+global batch, 488 steps), sequences above the longest calibration run's and models below the smallest all quoted
+"a range that held 30 of 33 typical runs" without a word.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from optimizer import calibration, scope
+from optimizer.estimate import Job, estimate
+from optimizer.models import resolve_model
+from tests.conftest import run_costopt
+from warehouse.gpus import catalog
+
+GPUS = catalog()
+
+
+def test_the_coverage_is_what_the_calibration_runs_span():
+    """Read from the files, each bound naming its run, and equal to what the calibration itself reads (its cases)."""
+    cover = scope.coverage()
+    cases = calibration.cases()
+    assert cover.runs == len(cases) > 100
+    assert cover.gpus == scope.Bound(max(c.gpus for c in cases), "Llama 3.1 405B")
+    assert cover.gpus.value == 16384
+    assert cover.smallest.value == min(c.job.model.active_params for c in cases) == 70.4e6
+    assert cover.largest.value == max(c.job.model.active_params for c in cases)
+    assert cover.largest_total.value == max(c.job.model.total_params for c in cases) == 671e9
+    assert cover.seq_len.value == max(c.job.sequence_length for c in cases) == 8192
+    assert cover.methods == {c.job.method for c in cases} == {"full"}
+    assert (cover.batch_tokens.value, cover.batch_tokens.run) == (62_914_560, "DeepSeek-V3 pre-training")
+    assert cover.steps.value == 3320 and cover.steps.run.startswith("nanochat d20")
+    recipe = cover.classes["recipe"]
+    assert (recipe.gpus.value, recipe.across_nodes) == (8, False)  # as mfu.CLASS_SCOPE says in words
+    assert cover.classes["own-script"].gpus.value == 16
+
+
+def job(model: str = "8B", tokens: float = 100e9, **kwargs) -> Job:
+    return Job(resolve_model(model), tokens, **kwargs)
+
+
+def answer(j: Job, gpu: str = "A100", gpus: int = 8, **kwargs) -> dict:
+    return estimate(j, GPUS.resolve(gpu), gpus, **kwargs).as_dict()["assumptions"]
+
+
+def test_a_job_inside_the_calibration_is_calibrated_and_says_what_its_range_held():
+    a = answer(job())
+    assert (a["speed_basis"], a["extrapolated_because"], a["warnings"]) == ("calibrated", [], [])
+    assert a["range_means"].startswith("for a typical team, a range that held 30 of 33 typical runs")
+    assert (a["global_batch_tokens_min"], round(a["optimizer_steps_max"])) == (8 * 2048, round(100e9 / (8 * 2048)))
+
+
+@pytest.mark.parametrize(
+    ("j", "gpu", "gpus", "starts"),
+    [
+        (job("llama3-8b", 2e9, method="lora"), "RTX 4090", 1, "lora fine-tuning: every calibration run is full"),
+        (job("llama3-8b", 2e9, method="qlora"), "RTX 4090", 1, "qlora fine-tuning: every calibration run is full"),
+        (job("1M", 1e9), "H100", 1, "1M active parameters, fewer than any calibration run's (70.4M, Pythia 70M)"),
+        (job("1T", 20e12), "H100", 8192, "1T active parameters, more than any calibration run's (406B"),
+        (job(seq_len=32768), "A100", 8, "sequences of 32,768 tokens, longer than any calibration run's (8,192"),
+        (job(stack="recipe"), "H100", 16, "16 GPUs, more than any recipe run in the calibration used (8, nanoGPT"),
+        (job(stack="basic"), "A100", 64, "64 GPUs, more than any basic run in the calibration used (16,"),
+        (job(tokens=2e12), "H100", 20000, "20,000 GPUs, more than any calibration run used (16,384, Llama 3.1"),
+    ],
+)
+def test_a_job_outside_the_calibration_is_extrapolated_with_the_reason(j, gpu, gpus, starts):
+    a = answer(j, gpu, gpus)
+    assert a["speed_basis"] == "extrapolated"
+    assert [r for r in a["extrapolated_because"] if r.startswith(starts)], a["extrapolated_because"]
+    assert "carried over, not held" in a["range_means"]
+    assert "extrapolated beyond what they cover" in a["mfu_basis"]
+    assert "lies outside what the calibration covers" in a["speed_basis_means"]
+
+
+def test_a_class_that_never_left_one_node_is_extrapolated_across_nodes():
+    """recipe's runs all ran on one node (mfu.CLASS_SCOPE says so in its range label); 8 GPUs on 2 nodes of 4."""
+    a = answer(job(stack="recipe"), "H100", 8, gpus_per_node=4)
+    assert a["extrapolated_because"] == ["2 nodes: every recipe run in the calibration ran on one node"]
+    assert answer(job(stack="recipe"), "H100", 8)["extrapolated_because"] == []
+    assert answer(job(stack="tuned"), "H100", 8, gpus_per_node=4)["extrapolated_because"] == []
+
+
+def test_a_qlora_job_says_its_factor_is_a_guess():
+    (reason,) = answer(job("llama3-8b", 2e9, method="qlora"), "RTX 4090", 1)["extrapolated_because"]
+    assert reason.endswith("QLoRA's x0.7 for dequantization is a stated guess")
+
+
+def test_a_batch_no_calibration_run_used_is_extrapolated_and_warned_about():
+    """100,000 A100s at micro-batch 1 x 2,048 tokens step on 205M tokens: 100B tokens are 488 steps."""
+    a = answer(job(), "A100", 100_000)
+    assert a["global_batch_tokens_min"] == 100_000 * 2048
+    assert a["optimizer_steps_max"] == pytest.approx(488.28, abs=0.01)
+    assert a["extrapolated_because"] == [
+        "100,000 GPUs, more than any calibration run used (16,384, Llama 3.1 405B)",
+        "at least 205M tokens per optimizer step (100,000 GPUs x micro-batch 1 x 2,048 tokens), more than any "
+        "calibration run used (62.9M, DeepSeek-V3 pre-training)",
+        "at most 488 optimizer steps, fewer than any calibration run took (3,320, nanochat d20 on one H100 "
+        "(sumitkClasses))",
+    ]
+    (warning,) = a["warnings"]
+    assert warning.startswith(
+        "warning: data parallelism on 100,000 GPUs takes at least 205M tokens per optimizer step, so 100B tokens are "
+        "at most 488 steps; no calibration run used more than 62.9M tokens per step or fewer than 3,320 steps."
+    )
+    few = answer(job("125M", 1e9), "H100", 4096)  # 8.4M tokens per step: under the largest batch, but 119 steps
+    assert [r.split(",")[0] for r in few["extrapolated_because"]] == ["at most 119 optimizer steps"]
+    assert few["warnings"]
+
+
+def test_a_given_mfu_is_not_extrapolated_but_the_batch_is_still_warned_about():
+    """--mfu replaces the model, so no model reason applies; the batch is the job's, whatever sets the MFU."""
+    a = answer(job(method="qlora"), "MI300X", 100_000, mfu_override=0.4)
+    assert a["speed_basis"] == "given"
+    assert [r.split(" ")[0] for r in a["extrapolated_because"]] == ["at", "at"]  # the batch and the steps
+    assert a["warnings"]
+    assert answer(job(method="qlora"), "MI300X", 8, mfu_override=0.4)["extrapolated_because"] == []
+
+
+def test_the_table_says_extrapolated_and_why():
+    """The README's QLoRA example printed "range: ... a range that held 30 of 33 typical runs" and "MFU: calibrated"."""
+    out = run_costopt(
+        "estimate", "--model", "llama3-8b", "--tokens", "2B", "--gpu", "RTX 4090", "--gpus", "1", "--method", "qlora",
+        "--seq-len", "2048",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    assert "range: for a typical team, extrapolated: the job lies outside what the calibration covers, so this" in text
+    assert (
+        "MFU: extrapolated: qlora fine-tuning: every calibration run is full training from random weights; QLoRA's "
+        "x0.7 for dequantization is a stated guess; the calibrated runs' range is carried over, not held" in text
+    )
+    assert "MFU: calibrated" not in text
+    wide = run_costopt("estimate", "--model", "8B", "--tokens", "100B", "--gpu", "A100", "--gpus", "100000")
+    assert "warning: data parallelism on 100,000 GPUs takes at least 205M tokens" in " ".join(wide.stdout.split())
+    data = json.loads(
+        run_costopt(
+            "estimate", "--model", "8B", "--tokens", "100B", "--gpu", "A100", "--gpus", "8", "-f", "json"
+        ).stdout
+    )
+    assert data["assumptions"]["extrapolated_because"] == []
+
+
+def test_the_readme_states_the_bounds_the_files_give():
+    """README's *Outside the calibration* paragraph quotes the bounds; a run added to the file moves them."""
+    from optimizer.units import human_count
+    from tests.conftest import REPO
+
+    c = scope.coverage()
+    readme = " ".join((REPO / "README.md").read_text().split())
+    for said in (
+        f"at most {c.gpus.value:,.0f} GPUs ({c.gpus.run})",
+        f"{human_count(c.smallest.value)} to {human_count(c.largest.value)} active parameters",
+        f"{human_count(c.largest_total.value)} in all",
+        f"sequences up to {c.seq_len.value:,.0f} tokens",
+        f"at most {human_count(c.batch_tokens.value)} tokens",
+        f"no fewer than {c.steps.value:,.0f} optimizer steps",
+        f"`recipe` up to {c.classes['recipe'].gpus.value:.0f}, on one node",
+        f"`tuned` {c.classes['tuned'].gpus.value:.0f}",
+    ):
+        assert said in readme, said
