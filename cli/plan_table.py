@@ -27,8 +27,10 @@ def origin_legend(origins: Iterable[str | None]) -> list[str]:
     return [ORIGIN_LEGEND[o] for o in ("derived", "generated") if o in present]
 
 
-# On the wall time: the speed of this GPU family rests on its datasheet, not on published whole runs. The notes say
-# "speed extrapolated" too, but at 100 columns the notes are hidden, and such rows can top a plan (MI300X, B200).
+# On the wall time: the option lies outside what the calibration covers (optimizer/scope.py): the speed of its GPU
+# family rests on its datasheet, not on published whole runs, or the job (method, size, sequence, GPUs, batch) is
+# beyond the calibration's runs. The notes say "speed extrapolated" too, but at 100 columns the notes are hidden, and
+# such rows can top a plan (MI300X, B200).
 SPEED_MARK = "\u00a7"  # section sign
 PRICING_LABELS = {"on_demand": "on-demand", "spot": "spot", "interruptible": "interruptible"}
 
@@ -98,11 +100,13 @@ def cells(row: dict[str, Any]) -> dict[str, str]:
 
 
 def speed_line(rows: list[dict[str, Any]]) -> str:
-    """The legend of SPEED_MARK, when a shown row carries it."""
+    """The legend of SPEED_MARK for the rows whose GPU family has no published whole run (``scope_line``: the rest)."""
     from optimizer import mfu
     from warehouse.gpus import catalog
 
-    gpus = sorted({r["gpu"] for r in rows if r["speed_basis"] == "extrapolated"})
+    gpus = sorted(
+        {r["gpu"] for r in rows if r["speed_basis"] == "extrapolated" and any(x.kind == "gpu" for x in _reasons(r))}
+    )
     if not gpus:
         return ""
     specs = catalog()
@@ -111,6 +115,40 @@ def speed_line(rows: list[dict[str, Any]]) -> str:
         f"{SPEED_MARK} speed extrapolated ({', '.join(gpus)}): no published whole training run on these GPU families "
         "is in the calibration; the time rests on the datasheet"
         + (f" and, for {', '.join(guessed)}, a guessed ROCm factor" if guessed else "")
+    )
+
+
+def _reasons(row: dict[str, Any]) -> tuple[Any, ...]:
+    """A row's reasons for lying outside the calibration (``scope.Reason``), none under --mfu's given speed."""
+    return row["scope"].reasons if row["speed_basis"] == "extrapolated" else ()
+
+
+def scope_line(rows: list[dict[str, Any]]) -> str:
+    """The rest of SPEED_MARK's legend: the rows outside what the calibration covers for another reason than their GPU
+    family (LoRA, the model's size, the sequence length, more GPUs or a larger batch than any run), each reason once,
+    with how many of the rows shown it concerns."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        for reason in {x.summary for x in _reasons(row) if x.kind != "gpu"}:
+            counts[reason] = counts.get(reason, 0) + 1
+    if not counts:
+        return ""
+    parts = [f"{'every row' if n == len(rows) else f'{n} of these rows'}: {text}" for text, n in counts.items()]
+    also = " also" if any(x.kind == "gpu" for r in rows for x in _reasons(r)) else " speed extrapolated,"
+    return f"{SPEED_MARK}{also} outside what the calibration covers: " + "; ".join(parts)
+
+
+def batch_line(rows: list[dict[str, Any]]) -> str:
+    """A warning when shown options step on a larger global batch, or take fewer optimizer steps, than any calibration
+    run (``scope.judge``'s warning, said once for the plan): more GPUs do not always make a job that trains."""
+    wide = [r for r in rows if any(x.kind in ("batch", "steps") for x in r["scope"].reasons)]
+    if not wide:
+        return ""
+    which = "every one of these options steps" if len(wide) == len(rows) else f"{len(wide)} of these options step"
+    return (
+        f"warning: {which} on more tokens per optimizer step, or takes fewer optimizer steps, than any calibration run "
+        "(listed under the table): the time assumes every GPU stays busy, not that the model trains well on so large "
+        "a batch; fewer GPUs, or more tokens"
     )
 
 
@@ -129,6 +167,10 @@ def band_line(rows: list[dict[str, Any]], basis: str) -> str:
         return f"x{low:.2f}" if f"{low:.2f}" == f"{high:.2f}" else f"x{low:.2f}-{high:.2f}"
 
     capped = sum(1 for r in rows if "high" in r["mfu_ceiling_binds"])
+    outside = sum(1 for r in rows if r["speed_basis"] == "extrapolated")
+    if outside:
+        held = "every row" if outside == len(rows) else f"{outside} of these rows"
+        basis = f"on {held}, marked {SPEED_MARK}, outside the calibration: carried over, not held; inside it, {basis}"
     where = "every row" if capped == len(rows) else f"{capped} of these rows"
     ceiling = f": the MFU ceiling sets it on {where}" if capped else ""
     return (

@@ -43,14 +43,15 @@ from optimizer.fabric import fabric_of
 from optimizer.inputs import MARKETPLACES
 from optimizer.market import Market, MarketPolicy, market_of
 from optimizer.memory import state_bytes
-from optimizer.mfu import speed_basis
 from optimizer.spot import hazard_from_bucket, spot_overhead
 from warehouse import spot_buckets
 from warehouse.errors import CostoptError, UsageError
 from warehouse.gpus import GpuCatalog, GpuSpec
 
 INTERRUPTIBLE = ("spot", "interruptible")
-Labels = dict[str, Any]  # an option's labels from its estimate (``mfu_ceiling_binds``), merged into its row
+# an option's labels from its estimate, merged into its row: speed_basis (calibrated, extrapolated: outside what the
+# calibration covers, optimizer/scope.py; given: --mfu), extrapolated_because, scope, mfu_ceiling_binds
+Labels = dict[str, Any]
 Timed = tuple[float, float, float, float, float, float, Labels]  # a count's wall times, MFU, overheads and labels
 
 
@@ -90,7 +91,7 @@ OPTION_COLUMNS = [
     "listings", "market_basis",
     "wall_low", "wall_expected", "wall_high", "cost_low", "cost_expected", "cost_high",
     "mfu_expected", "spot_overhead", "spot_overhead_first_order", "hazard_source", "fabric", "speed_basis",
-    "mfu_ceiling_binds",
+    "extrapolated_because", "mfu_ceiling_binds",
 ]  # fmt: skip
 
 
@@ -288,7 +289,7 @@ class _Option:
     gpus_per_instance: int
     data_origin: str
     instances: int
-    labels: Labels  # what the count's estimate says of itself: where the MFU ceiling binds
+    labels: Labels  # what the count's estimate says of itself: its speed basis, where the MFU ceiling binds
     regions: list[str]
     usd_per_instance_hour: float
     usd_per_gpu_hour: float
@@ -501,7 +502,6 @@ class _Builder:
             "listings": market.count if market is not None else available,
             "hazard_source": hazard_source,
             "fabric": fabric,
-            "speed_basis": "given" if self.mfu_override is not None else speed_basis(gpu),
         }
         # the times of each count: the same for every offer of this GPU shape, pricing kind and hazard
         key = (gpu.name, per_instance, fabric, interruptible, hazard, tuple(counts))
@@ -517,7 +517,16 @@ class _Builder:
                 factor = 1 + over
                 hours = est.wall_hours
                 mfu = est.mfu.expected
-                labels = {"mfu_ceiling_binds": ceiling_binds(est)}
+                labels = {
+                    "speed_basis": "given"
+                    if self.mfu_override is not None
+                    else "extrapolated"
+                    if est.scope.extrapolated
+                    else "calibrated",
+                    "extrapolated_because": est.scope.because,
+                    "scope": est.scope,  # the reasons with their kinds, for the table's footer
+                    "mfu_ceiling_binds": ceiling_binds(est),
+                }
                 profile.append(
                     (n, (hours.low * factor, hours.expected * factor, hours.high * factor, mfu, over, first, labels))
                 )

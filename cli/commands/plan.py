@@ -38,10 +38,11 @@ CSV_COLUMNS = [
     # the rest of the JSON's fields, after the columns CSV readers already know: the price's source, when it was
     # observed and in force since, the marketplace listings' countries, and the precision and interruption terms
     "source", "observed_at", "effective_since", "listing_countries", "precision", "added_hours", "spot_overhead",
-    "hazard_source", "fabric", "mfu_ceiling_binds",
+    "hazard_source", "fabric", "extrapolated_because", "mfu_ceiling_binds",
 ]  # fmt: skip
 """The CSV holds every field of the JSON's options, flattened: the ``price_*`` fields without their prefix,
-``wall_hours`` and ``cost_usd`` as ``wall_low`` ... ``cost_high``, lists (regions, countries) space-separated."""
+``wall_hours`` and ``cost_usd`` as ``wall_low`` ... ``cost_high``, lists (regions, countries) space-separated, the
+reasons of ``extrapolated_because`` (sentences with commas) "; "-separated."""
 
 
 def _notes(row: dict[str, Any], horizon_days: float, precision: str = "bf16") -> list[str]:
@@ -202,6 +203,11 @@ def plan_command(
     too_slow = every_option_slow(view, constraints)
     if too_slow:
         warnings.append(too_slow)
+    from cli.plan_table import batch_line
+
+    batch = batch_line(rows)
+    if batch:
+        warnings.append(batch)
     job_info = {
         "model": job.model.name,
         "total_params": job.model.total_params,
@@ -239,6 +245,7 @@ def plan_command(
                 "spot_overhead": r["spot_overhead"] if r["pricing"] != "on_demand" else None,
                 "hazard_source": r["hazard_source"] or None,
                 "speed_basis": r["speed_basis"],
+                "extrapolated_because": r["extrapolated_because"],
                 "mfu_ceiling_binds": r["mfu_ceiling_binds"],
                 "fabric": r["fabric"],
                 "pareto": r["pareto"],
@@ -275,6 +282,7 @@ def plan_command(
                 precision=_precision(r["gpu"], job.precision),
                 spot_overhead=r["spot_overhead"] if r["pricing"] != "on_demand" else None,
                 hazard_source=r["hazard_source"] or None,
+                extrapolated_because="; ".join(r["extrapolated_because"]),
                 mfu_ceiling_binds=" ".join(r["mfu_ceiling_binds"]),
             )
             for r in rows
@@ -302,7 +310,7 @@ def _print_human(
     info, note_text, rows, plan, shown, buy_line, show_infeasible, explain, job, horizon_days, warnings, wide
 ) -> None:
     from cli.output import say
-    from cli.plan_table import band_line, origin_legend, print_plan_table, speed_line
+    from cli.plan_table import band_line, origin_legend, print_plan_table, scope_line, speed_line
     from optimizer.units import human_count
 
     print(
@@ -329,6 +337,7 @@ def _print_human(
         + (f" ({slow} of these: the last {slow})." if slow else "."),
         band_line(rows, _range_basis(job)) if info["mfu"] is None else "",
         speed_line(rows),
+        scope_line(rows),
         _precision_line(rows, info["precision"]),
         _ethernet_line(rows),
         "age: since the source's own time (AWS offer-file publication, a recording's declared vintage, else when "

@@ -120,6 +120,46 @@ def test_a_wall_time_resting_on_a_datasheet_is_marked_at_100_columns(env):
     assert calibrated.returncode == 0 and "\u00a7" not in calibrated.stdout
 
 
+def test_a_plan_outside_the_calibration_marks_every_row_and_says_why(env):
+    """A QLoRA plan quoted "a range that held 30 of 33 typical runs" with no mark, though no calibration run is a
+    fine-tune (estimator audit, BUG 2): every row is marked, the footer says why and that the range is not held."""
+    base = ("plan", "--model", "llama3-8b", "--tokens", "2B", "--method", "qlora", "--gpu", "H100", "--top", "5")
+    options = json.loads(run(*base, "-f", "json", env=env).stdout)["options"]
+    assert {o["speed_basis"] for o in options} == {"extrapolated"}
+    assert all(o["extrapolated_because"][0].startswith("qlora fine-tuning: every calibration run") for o in options)
+    assert all("speed extrapolated" in o["notes"] for o in options)
+    out = run(*base, env=env)
+    assert out.returncode == 0, out.stderr
+    table = [line for line in lines(out.stdout) if re.match(r"^[* ]  [a-z]+ ", line) and "provider" not in line]
+    assert len(table) == 5 and all(re.split(r" {2,}", line[3:].strip())[5].endswith("\u00a7") for line in table)
+    text = " ".join(out.stdout.split())
+    assert "(on every row, marked \u00a7, outside the calibration: carried over, not held; inside it, a range" in text
+    assert (
+        "\u00a7 speed extrapolated, outside what the calibration covers: every row: qlora fine-tuning: every "
+        "calibration run is full training from random weights; QLoRA's x0.7 for dequantization is a stated guess"
+    ) in text
+
+
+def test_a_plan_warns_of_options_with_fewer_steps_than_any_calibration_run(env):
+    """125M on 1B tokens over 256 H100s is at most 1,907 optimizer steps of 2,048 x 256 tokens, fewer than any
+    calibration run took (3,320): such options are marked, as estimate marks the same job (estimator audit, Issue 6)."""
+    from optimizer.estimate import Job, estimate
+    from optimizer.models import resolve_model
+    from warehouse.gpus import catalog
+
+    base = ("plan", "--model", "125M", "--tokens", "1B", "--gpu", "H100", "--max-gpus", "1024", "--all-counts")
+    data = json.loads(run(*base, "-f", "json", env=env).stdout)
+    options = data["options"]
+    for o in options:
+        gpus = o["gpus_per_instance"] * o["instances"]
+        assert (o["speed_basis"] == "extrapolated") == (1e9 / (gpus * 2048) < 3320), (gpus, o["extrapolated_because"])
+        est = estimate(Job(resolve_model("125M"), 1e9), catalog().resolve("H100"), gpus,
+                       gpus_per_node=o["gpus_per_instance"], fabric=o["fabric"])  # fmt: skip
+        assert o["extrapolated_because"] == est.scope.because
+    assert any(o["speed_basis"] == "extrapolated" for o in options)
+    assert [w for w in data["warnings"] if "on more tokens per optimizer step, or takes fewer optimizer steps" in w]
+
+
 def test_a_plan_on_a_given_mfu_says_so_and_claims_no_range_or_extrapolation(env):
     """With --mfu every GPU runs at that share of its datasheet peak: the plan used to mark MI300X rows "speed
     extrapolated ... a guessed ROCm factor" (a factor --mfu does not apply), print "x1.00 to x1.00 (the calibrated
