@@ -18,7 +18,7 @@ from optimizer.compute import METHODS, Flops, training_flops
 from optimizer.layout import layout
 from optimizer.measured import Measurement
 from optimizer.memory import MemoryFit, memory_fit
-from optimizer.models import ModelSpec
+from optimizer.models import ModelSpec, derived_shape
 from warehouse.errors import UsageError
 from warehouse.gpus import GpuSpec
 
@@ -376,6 +376,37 @@ def _from_measurement(
     return Range(expected * low, expected, min(expected * high, ceiling)), factors
 
 
+def _sized_for_speed(job: Job, flops: Flops) -> tuple[ModelSpec, Flops]:
+    """The model whose speed the MFU model reads, and its FLOPs: the job's own, or, for a model with fewer active
+    parameters than any calibration run (``scope.coverage().smallest``: Pythia 70M), a bare count of that size with the
+    job's sequence length and method.
+
+    Below that size the small-model term (1 / (1 + peak/312 x 5e7 / N), stated from llm-foundry's 125M-70B tables)
+    is extrapolated, and with a conventional shape it made a smaller model slower: the term's overhead grows as 1/N
+    on all of a token's FLOPs, and the attention FLOPs (12.L.d.S, width at least 128, one layer at least) do not
+    shrink with the count, so 100K parameters took 3.6x as long as 10M and ``--model 1`` four years on 8 A100
+    (estimator audit, Issue 7). Nothing in the calibration says how much faster a model below it trains, so its time
+    per token is held at the smallest size's (``_held``): a smaller bare count never takes longer, and the estimate
+    says it is extrapolated (scope). Every calibration run is at or above the size, so none of them moves.
+    """
+    floor = scope_model.coverage().smallest.value
+    if job.model.active_params >= floor:
+        return job.model, flops
+    sized = derived_shape(floor, job.model.name)
+    return sized, training_flops(sized, job.tokens, method=job.method, seq_len=job.sequence_length)
+
+
+def _held(m: mfu_model.Mfu, share: float) -> mfu_model.Mfu:
+    """The MFU of a job whose time per token is held at a larger model's: that model's MFU x the job's share of its
+    FLOPs per token (``below_smallest_model``, with the larger model's factors)."""
+    return mfu_model.Mfu(
+        low=m.low * share,
+        expected=m.expected * share,
+        high=m.high * share,
+        factors={**m.factors, "below_smallest_model": share},
+    )
+
+
 def estimate(
     job: Job,
     gpu: GpuSpec,
@@ -408,11 +439,12 @@ def estimate(
         mfu = Range(mfu_override, mfu_override, mfu_override)
         factors = {"override": mfu_override}
     else:
+        sized, sized_flops = _sized_for_speed(job, flops)
 
         def modelled(on: GpuSpec, count: int, per_node: int, network: str, stack: str) -> mfu_model.Mfu:
-            return mfu_model.realized_mfu(
+            m = mfu_model.realized_mfu(
                 on,
-                active_params=model.active_params,
+                active_params=sized.active_params,
                 gpus=count,
                 gpus_per_node=per_node,
                 fabric=network,
@@ -421,9 +453,10 @@ def estimate(
                 precision=job.precision,
                 recompute=job.recompute,
                 stack=stack,
-                attention_share=flops.attention / flops.total,
+                attention_share=sized_flops.attention / sized_flops.total,
                 fit=fit,
             )
+            return m if sized is model else _held(m, flops.total / sized_flops.total)
 
         if job.measured is None:
             m = modelled(gpu, gpus, gpus_per_node, fabric, job.stack)

@@ -233,6 +233,7 @@ def _model_reasons(job: Job, gpu: GpuSpec, gpus: int, gpus_per_node: int, cover:
         guess = f"; QLoRA's x{mfu_model.QLORA:g} for dequantization is a stated guess" if job.method == "qlora" else ""
         text = f"{job.method} fine-tuning: every calibration run is full training from random weights{guess}"
         reasons.append(Reason("method", text, text))
+    held = ": the time per token is held at that size's" if model.active_params < cover.smallest.value else ""
     for kind, outside, what, bound in (
         ("small", model.active_params < cover.smallest.value, "active parameters, fewer", cover.smallest),
         ("large", model.active_params > cover.largest.value, "active parameters, more", cover.largest),
@@ -246,7 +247,7 @@ def _model_reasons(job: Job, gpu: GpuSpec, gpus: int, gpus_per_node: int, cover:
         if outside:
             count = model.active_params if what.startswith("active") else model.total_params
             text = f"{human_count(count)} {what} than any calibration run's ({human_count(bound.value)}, {bound.run})"
-            reasons.append(Reason(kind, text, text))
+            reasons.append(Reason(kind, text + (held if kind == "small" else ""), text))
     if job.sequence_length > cover.seq_len.value:
         text = (
             f"sequences of {job.sequence_length:,} tokens, longer than any calibration run's "

@@ -162,3 +162,36 @@ def test_the_readme_states_the_bounds_the_files_give():
         f"`tuned` {c.classes['tuned'].gpus.value:.0f}",
     ):
         assert said in readme, said
+
+
+@pytest.mark.parametrize(("gpu", "gpus"), [("H100", 1), ("A100", 8), ("RTX 4090", 1), ("H100", 16)])
+def test_a_smaller_bare_count_never_takes_longer(gpu, gpus):
+    """1B tokens on one H100 took 5.09 h at 100K parameters, 1.68 h at 1M, 2.12 h at 2M and 1.41 h at 10M, and
+    ``--model 1`` four years on 8 A100 (estimator audit, Issue 7): the small-model term's 1/N overhead on attention
+    FLOPs that a conventional shape does not shrink. Below the smallest calibration model the time per token is held
+    at its size's; above it the calibrated model is unchanged, and on one node no larger count is faster."""
+    floor = scope.coverage().smallest.value
+
+    def hours(count: float) -> float:
+        return estimate(job(str(count), 1e9), GPUS.resolve(gpu), gpus).wall_hours.expected
+
+    at_floor = hours(floor)
+    small = [1, 100, 1e4, 1e5, 3e5, 1e6, 2e6, 5e6, 1e7, 2e7, 5e7, 7e7]
+    assert [hours(n) for n in small] == pytest.approx([at_floor] * len(small), rel=1e-12)
+    if gpus <= 8:  # one node: every larger count takes at least as long
+        assert min(hours(n) for n in (7.1e7, 8e7, 8.4e7, 1e8, 1.25e8, 3e8, 1e9, 8e9)) >= at_floor
+
+
+def test_below_the_smallest_calibration_model_the_estimate_says_its_time_is_held():
+    floor = scope.coverage().smallest.value
+    tiny = estimate(job("1", 1e9), GPUS.resolve("A100"), 8)
+    smallest = estimate(job(str(floor), 1e9), GPUS.resolve("A100"), 8)
+    assert tiny.wall_hours.as_dict() == pytest.approx(smallest.wall_hours.as_dict(), rel=1e-12)  # was 36,020 h
+    share = tiny.flops.total / smallest.flops.total
+    assert tiny.factors["below_smallest_model"] == pytest.approx(share)
+    assert tiny.mfu.expected == pytest.approx(smallest.mfu.expected * share)
+    (reason,) = tiny.as_dict()["assumptions"]["extrapolated_because"]
+    held = "1 active parameters, fewer than any calibration run's (70.4M, Pythia 70M): the time per token is held"
+    assert reason == held + " at that size's"
+    assert "below_smallest_model" not in smallest.factors
+    assert smallest.as_dict()["assumptions"]["extrapolated_because"] == []
