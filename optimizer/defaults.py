@@ -53,6 +53,15 @@ RESTART_HOURS = Assumption(
     0.25, "hours", "assumption: re-acquire an instance, start the container, join the job (plus reading the checkpoint)"
 )
 MAX_GPUS = Assumption(256, "GPUs", "default search limit; --max-gpus")
+LONE_GPU_RDMA_GBPS = Assumption(
+    400,
+    "Gbit/s, a server of one GPU to the others",
+    "assumption: a GPU alone in its server on a cluster network whose bandwidth nothing states (estimate "
+    "--gpus-per-node 1; plan's RDMA families without a figure in optimizer/data/cluster_networks.csv) has one 400 "
+    "Gbit/s NIC, the per-GPU NIC of NVIDIA's HGX/DGX H100 design (8 x 400 Gbit/s) and of AWS p5.48xlarge (3,200 per 8 "
+    "GPUs); none is assumed over Ethernet, nor for servers of several GPUs, which the calibrated between-node term "
+    "covers (the calibration's runs across servers were all on such servers)",
+)
 
 # Marketplaces (Vast.ai): what a renter of k instances can expect to pay
 MARKET_QUANTILES = ("min", "p10", "median")
