@@ -13,6 +13,7 @@ from typing import Any
 
 from optimizer import measured as measured_model
 from optimizer import mfu as mfu_model
+from optimizer import network as network_model
 from optimizer import scope as scope_model
 from optimizer.compute import METHODS, Flops, training_flops
 from optimizer.layout import layout
@@ -144,6 +145,7 @@ class Estimate:
     factors: dict[str, float] = field(default_factory=dict)
     gpus_per_node_basis: str = "given"  # optimizer/layout.py: --gpus-per-node, the GPU table or the 8-GPU assumption
     fabric_basis: str = "given"  # optimizer/layout.py: --fabric, or what the GPU's servers are sold with
+    bandwidth: network_model.Bandwidth | None = None  # each server's network to the others, where the job spans some
 
     @property
     def given_mfu(self) -> float | None:
@@ -270,6 +272,19 @@ def ceiling_binds(est: Estimate) -> list[str]:
     return [name for name, value in (("expected", est.mfu.expected), ("high", est.mfu.high)) if value >= ceiling]
 
 
+def network_source(est: Estimate) -> str:
+    """Where the servers' network bandwidth behind the estimate comes from, or why there is none."""
+    if est.gpus <= est.gpus_per_node:
+        return "one server: no network between servers"
+    if est.given_mfu is not None:
+        return "not used: the MFU is given (--mfu)"
+    if est.bandwidth is not None:
+        return est.bandwidth.source
+    if est.fabric != "rdma":
+        return "none stated or assumed over Ethernet: only its stated scale-out guess applies"
+    return "not stated for these servers of several GPUs: the calibrated between-node term applies, as for its runs"
+
+
 def assumptions(est: Estimate) -> dict[str, Any]:
     job = est.job
     given = est.given_mfu is not None
@@ -302,6 +317,8 @@ def assumptions(est: Estimate) -> dict[str, Any]:
         "inter_node_fabric": est.fabric,
         "inter_node_fabric_basis": est.fabric_basis,
         "intra_node": est.gpu.intra_node,
+        "server_network_gbps": est.bandwidth.gbps if est.bandwidth is not None else None,
+        "server_network_source": network_source(est),
         "mfu_factors": est.factors,
         "mfu_ceiling": mfu_ceiling(est),
         "mfu_ceiling_binds": ceiling_binds(est),
@@ -414,11 +431,13 @@ def estimate(
     *,
     gpus_per_node: int | None = None,
     fabric: str | None = None,
+    bandwidth: network_model.Bandwidth | None = None,
     mfu_override: float | None = None,
     fit: mfu_model.Fit = mfu_model.FITTED,
 ) -> Estimate:
-    """Time and memory of ``job`` on ``gpus`` of ``gpu``; ``fabric`` is the network between nodes. Either left None
-    follows the GPU (optimizer/layout.py: the GPU table's servers, PCIe cards on Ethernet), and the answer says so."""
+    """Time and memory of ``job`` on ``gpus`` of ``gpu``; ``fabric`` is the network between nodes, ``bandwidth`` each
+    node's (None: ``network.default_bandwidth``). ``gpus_per_node`` or ``fabric`` left None follows the GPU
+    (optimizer/layout.py: the GPU table's servers, PCIe cards on Ethernet), and the answer says so."""
     if gpus <= 0:
         raise UsageError(f"--gpus must be a positive whole number, got {gpus}")
     if gpus_per_node is not None and gpus_per_node <= 0:
@@ -431,6 +450,10 @@ def estimate(
         raise UsageError(f"{gpu.name} has no FP8 tensor cores; use --precision bf16 or fp16")
     model = job.model
     flops = job.flops()
+    per_node = max(1, min(gpus_per_node, gpus))
+    spans_nodes = gpus > per_node
+    micro_batch_flops = flops.total / job.tokens * job.sequence_length * job.micro_batch
+    link = bandwidth or network_model.default_bandwidth(fabric, per_node)
     if mfu_override is not None and job.measured is not None:
         raise UsageError("--mfu and --measured both set the MFU: give one of them")
     if mfu_override is not None:
@@ -442,12 +465,21 @@ def estimate(
         sized, sized_flops = _sized_for_speed(job, flops)
 
         def modelled(on: GpuSpec, count: int, per_node: int, network: str, stack: str) -> mfu_model.Mfu:
+            # the bandwidth given is the target's servers'; another layout (--measured's) gets the default
+            given = bandwidth if (count, per_node, network) == (gpus, gpus_per_node, fabric) else None
+            server = given or network_model.default_bandwidth(network, max(1, min(per_node, count)))
+            traffic = None
+            if server is not None:
+                traffic = network_model.Traffic(
+                    server, network_model.traffic_bytes(model, job.method), micro_batch_flops
+                )
             m = mfu_model.realized_mfu(
                 on,
                 active_params=sized.active_params,
                 gpus=count,
                 gpus_per_node=per_node,
                 fabric=network,
+                traffic=traffic,
                 moe=model.moe,
                 method=job.method,
                 precision=job.precision,
@@ -470,7 +502,7 @@ def estimate(
         job=job,
         gpu=gpu,
         gpus=gpus,
-        gpus_per_node=min(gpus_per_node, gpus),
+        gpus_per_node=per_node,
         fabric=fabric,
         flops=flops,
         mfu=mfu,
@@ -489,4 +521,5 @@ def estimate(
         factors=factors,
         gpus_per_node_basis=where.gpus_per_node_basis,
         fabric_basis=where.fabric_basis,
+        bandwidth=link if spans_nodes and mfu_override is None else None,
     )

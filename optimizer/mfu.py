@@ -37,7 +37,17 @@ calibrated on published whole runs (optimizer/data/calibration_runs.csv, report:
                                                speed behind the backward pass: no charge
         x 6/8 if every layer is recomputed     full activation recomputation runs each forward pass
                                                twice: 8.N.D FLOPs of work for 6.N.D of model FLOPs
-        x 1 / (1 + P x log2(GPUs per node))    only for PCIe-connected GPUs (no NVLink/NVSwitch)
+        x the slowest link                     each GPU's share of the ZeRO-3 traffic crosses every link
+                                               it has; the slowest one's term is charged (``slowest_link``):
+            1 / (1 + P x log2(GPUs per node))  PCIe inside a server (no NVLink/NVSwitch);
+            1 / (1 + P x log2(GPUs))           a GPU alone in its server, one per server: it reaches
+                                               the others over its own PCIe link to the NIC and then the
+                                               network, so it is never charged less than the same GPUs
+                                               in one PCIe server;
+            compute / network time             across servers: one micro-batch's ZeRO-3 traffic through
+                                               a server's network against its compute, at most 1
+                                               (optimizer/network.py: arithmetic, from the server's
+                                               stated or assumed bandwidth)
         x 1 / (1 + S x log2(nodes))            gradient traffic and failures grow with the cluster;
                                                small on InfiniBand/EFA, large over plain Ethernet
         x MOE                                  mixture-of-experts: all-to-all routing and imbalance
@@ -99,6 +109,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from optimizer import network as network_model
 from warehouse.errors import UsageError
 from warehouse.gpus import GpuSpec
 
@@ -352,12 +363,15 @@ def realized_mfu(
     attention_share: float = 0.0,
     attention: str = "fused",
     head_dim: float = 128.0,
+    traffic: network_model.Traffic | None = None,
     fit: Fit = FITTED,
 ) -> Mfu:
     """Expected whole-run MFU with its band, relative to the dense peak of ``precision``.
 
     ``attention_share`` is the attention term's share of the job's FLOPs (0 when it is not counted); ``attention``
     says whether its scores stay on chip (``ATTENTION``), ``head_dim`` how many attention FLOPs each score carries.
+    ``traffic``: what a micro-batch asks of each server's network (None: not charged, as for the calibration's runs,
+    which state no bandwidth).
     """
     per_node = max(1, min(gpus, gpus_per_node))
     nodes = math.ceil(gpus / per_node)
@@ -367,7 +381,7 @@ def realized_mfu(
         "bandwidth": (gpu.memory_bandwidth_gb_s / gpu.tensor16_tflops / REFERENCE_BYTES_PER_FLOP)
         ** fit.bandwidth_exponent,
         "small_model": small_model_factor(gpu, active_params, fit),
-        "intra_node": 1.0,
+        "slowest_link": 1.0,
         "nodes": 1.0 / (1.0 + NODE_PENALTY[fabric] * math.log2(nodes)),
     }
     factors["scale_out"] = 1.0
@@ -385,10 +399,6 @@ def realized_mfu(
         factors["unfused_attention"] = 1.0 / (1.0 + (cost - 1.0) * attention_share)
     if recompute == "full":
         factors["recompute"] = RECOMPUTE_FULL
-    if per_node > 1 and gpu.intra_node == "pcie":
-        factors["intra_node"] = 1.0 / (1.0 + PCIE_PENALTY * math.log2(per_node))
-    elif per_node > 2 and gpu.intra_node == "nvlink_pair":
-        factors["intra_node"] = 1.0 / (1.0 + PCIE_PENALTY * math.log2(per_node / 2))
     if moe:
         factors["moe"] = fit.moe
     if method == "qlora":
@@ -399,10 +409,45 @@ def realized_mfu(
     if precision == "fp8":
         assert gpu.fp8_tflops is not None
         factors["fp8"] = fit.fp8_gain * gpu.tensor16_tflops / gpu.fp8_tflops
+    factors["slowest_link"] = slowest_link(gpu, gpus, per_node, precision, factors, traffic)
     expected = min(math.prod(factors.values()), MFU_CEILING)
     band_low, band_high = fit.band(stack)
     high = min(expected * band_high, MFU_CEILING)
     return Mfu(low=expected * band_low, expected=expected, high=high, factors=factors)
+
+
+COMMUNICATION = ("slowest_link", "nodes", "scale_out")  # the terms of the communication; the rest are the compute's
+
+
+def slowest_link(
+    gpu: GpuSpec,
+    gpus: int,
+    per_node: int,
+    precision: str,
+    factors: dict[str, float],
+    traffic: network_model.Traffic | None,
+) -> float:
+    """The term of the slowest link a GPU's share of the ZeRO-3 traffic crosses (module docstring), 1 if none.
+
+    Inside a server: PCIe for PCIe cards, PCIe between the NVLink pairs of pair-bridged cards. A GPU alone in its
+    server reaches the others over its PCIe link to the NIC and then the network: the PCIe term of the job's whole GPU
+    count is its floor, so splitting a PCIe server's GPUs one per server never reads as faster. Across servers with
+    ``traffic`` known: compute / network time of a micro-batch, the compute at the MFU of the other, non-communication
+    ``factors``.
+    """
+    nodes = math.ceil(gpus / per_node)
+    links = [1.0]
+    if per_node > 1 and gpu.intra_node == "pcie":
+        links.append(1.0 / (1.0 + PCIE_PENALTY * math.log2(per_node)))
+    elif per_node > 2 and gpu.intra_node == "nvlink_pair":
+        links.append(1.0 / (1.0 + PCIE_PENALTY * math.log2(per_node / 2)))
+    if nodes > 1 and per_node == 1:
+        links.append(1.0 / (1.0 + PCIE_PENALTY * math.log2(gpus)))
+    if nodes > 1 and traffic is not None:
+        compute = math.prod(value for name, value in factors.items() if name not in COMMUNICATION)
+        rate = peak_flops(gpu, precision) * compute
+        links.append(network_model.bandwidth_factor(traffic, servers=nodes, flops_per_second=rate))
+    return min(links)
 
 
 def peak_flops(gpu: GpuSpec, precision: str) -> float:

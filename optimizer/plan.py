@@ -39,10 +39,11 @@ from typing import Any
 
 from optimizer import defaults
 from optimizer.estimate import Estimate, Job, ceiling_binds, estimate
-from optimizer.fabric import fabric_of
+from optimizer.fabric import bandwidth_of, fabric_of
 from optimizer.inputs import MARKETPLACES
 from optimizer.market import Market, MarketPolicy, market_of
 from optimizer.memory import state_bytes
+from optimizer.network import Bandwidth
 from optimizer.spot import hazard_from_bucket, spot_overhead
 from warehouse import spot_buckets
 from warehouse.errors import CostoptError, UsageError
@@ -366,22 +367,22 @@ class _Builder:
     spot_risk: dict[tuple[str, str, str], tuple[float, float]]
     mfu_override: float | None
     dropped: list[dict[str, Any]]
-    cache: dict[tuple[str, int, int, str], Estimate] = field(default_factory=dict)
+    cache: dict[tuple[str, int, int, str, Bandwidth | None], Estimate] = field(default_factory=dict)
     specs: dict[str, GpuSpec | None] = field(default_factory=dict)  # the catalog's answer per GPU name
     count_lists: dict[tuple[int, int, tuple[int, ...]], list[int]] = field(default_factory=dict)
     spot_counts: dict[tuple[str, str, str], set[int]] = field(default_factory=dict)
     overheads: dict[tuple[float, int], tuple[float, float]] = field(default_factory=dict)
-    # (GPU, per instance, fabric, interruptible, hazard, counts) -> each count's times, mfu, overhead and labels
+    # (GPU, per instance, fabric, bandwidth, interruptible, hazard, counts) -> each count's times, mfu, overhead, labels
     profiles: dict[tuple[Any, ...], list[tuple[int, Timed | None]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.states = state_bytes(self.job.model, self.job.method)
 
-    def estimate(self, gpu: GpuSpec, per_instance: int, n: int, fabric: str) -> Estimate:
-        key = (gpu.name, per_instance, n, fabric)
+    def estimate(self, gpu: GpuSpec, per_instance: int, n: int, fabric: str, bandwidth: Bandwidth | None) -> Estimate:
+        key = (gpu.name, per_instance, n, fabric, bandwidth)
         if key not in self.cache:
             self.cache[key] = estimate(
-                self.job, gpu, n * per_instance, gpus_per_node=per_instance, fabric=fabric,
+                self.job, gpu, n * per_instance, gpus_per_node=per_instance, fabric=fabric, bandwidth=bandwidth,
                 mfu_override=self.mfu_override,
             )  # fmt: skip
         return self.cache[key]
@@ -413,7 +414,8 @@ class _Builder:
             return self.drop(offer, f"{gpu.name} has no FP8")
         per_instance = int(per_instance)
         fabric = fabric_of(offer["provider"], offer["instance_type"])
-        probe = self.estimate(gpu, per_instance, 1, fabric)  # one instance: the memory probe
+        bandwidth = bandwidth_of(offer["provider"], offer["instance_type"])  # None: estimate's default for the fabric
+        probe = self.estimate(gpu, per_instance, 1, fabric, bandwidth)  # one instance: the memory probe
         if probe.memory.min_gpus is None:
             return self.drop(offer, probe.memory.reason)
         interruptible = offer["pricing"] in INTERRUPTIBLE
@@ -470,7 +472,7 @@ class _Builder:
             return known
 
         def hours_at(n: int) -> float:
-            return self.estimate(gpu, per_instance, n, fabric).wall_hours.expected * (1 + overhead(n)[0])
+            return self.estimate(gpu, per_instance, n, fabric, bandwidth).wall_hours.expected * (1 + overhead(n)[0])
 
         twin = (offer["provider"], offer["region"], offer["instance_type"])
         extra: tuple[int, ...] = () if interruptible else tuple(self.spot_counts.get(twin, ()))
@@ -504,12 +506,12 @@ class _Builder:
             "fabric": fabric,
         }
         # the times of each count: the same for every offer of this GPU shape, pricing kind and hazard
-        key = (gpu.name, per_instance, fabric, interruptible, hazard, tuple(counts))
+        key = (gpu.name, per_instance, fabric, bandwidth, interruptible, hazard, tuple(counts))
         profile = self.profiles.get(key)
         if profile is None:
             profile = []
             for n in counts:
-                est = self.estimate(gpu, per_instance, n, fabric)
+                est = self.estimate(gpu, per_instance, n, fabric, bandwidth)
                 over, first = overhead(n)
                 if not math.isfinite(over):
                     profile.append((n, None))
