@@ -424,7 +424,7 @@ def _explain(job, wide: bool = False, mfu_given: float | None = None) -> None:
     """Every assumption the plan rests on, one row each: what, the value used, and where it comes from. With
     ``mfu_given`` (--mfu) the model's factors are not used and are not listed."""
     from cli.output import Column, print_table
-    from optimizer import defaults, measured, memory, mfu
+    from optimizer import defaults, measured, memory, mfu, network
     from warehouse import spot_buckets
 
     fit = mfu.FITTED
@@ -469,6 +469,14 @@ def _explain(job, wide: bool = False, mfu_given: float | None = None) -> None:
             "  x node scaling",
             ", ".join(f"{k} {v:g}" for k, v in mfu.NODE_PENALTY.items()) + " per doubling of nodes",
             "stated: Llama 3 report (InfiniBand); Ethernet a guess",
+        ),
+        (
+            "  x slowest link",
+            f"PCIe 1/(1 + {mfu.PCIE_PENALTY:g} x log2 GPUs on it; one GPU per instance: all of the job's); across "
+            "instances min(that, compute / network time of a micro-batch)",
+            f"PCIe stated; network arithmetic: {network.TRAFFIC_BYTES_PER_PARAM['full']:g} B/parameter per "
+            "micro-batch at the instance's bandwidth (optimizer/data/cluster_networks.csv); none stated: "
+            f"{defaults.LONE_GPU_RDMA_GBPS.value:g} Gbit/s assumed for a one-GPU instance over RDMA, else not charged",
         ),
         ("  x mixture-of-experts", f"x{fit.moe:g}", "fitted"),
         ("  x --recompute full", f"x{mfu.RECOMPUTE_FULL:g}", "arithmetic: 8.N.D of work for 6.N.D"),
