@@ -110,11 +110,11 @@ def speed_line(rows: list[dict[str, Any]]) -> str:
     if not gpus:
         return ""
     specs = catalog()
-    guessed = [g for g in gpus if (spec := specs.get(g)) is not None and mfu.amd_factor(spec) is not None]
+    amd = [spec for g in gpus if (spec := specs.get(g)) is not None and mfu.amd_factor(spec) is not None]
     return (
         f"{SPEED_MARK} speed extrapolated ({', '.join(gpus)}): no published whole training run on these GPU families "
         "is in the calibration; the time rests on the datasheet"
-        + (f" and, for {', '.join(guessed)}, a guessed ROCm factor" if guessed else "")
+        + "".join(f" and, for {spec.name}, {mfu.describe_software_factor(spec)}" for spec in amd)
     )
 
 

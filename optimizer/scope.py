@@ -168,10 +168,10 @@ def gpu_reason(gpu: GpuSpec) -> str | None:
     """Why a GPU family's speed is extrapolated (no published whole run on it), or None (``mfu.speed_basis``)."""
     if mfu_model.speed_basis(gpu) == "calibrated":
         return None
-    guessed = " and a guessed ROCm factor" if mfu_model.amd_factor(gpu) is not None else ""
+    stated = f" and {mfu_model.describe_software_factor(gpu)}" if mfu_model.amd_factor(gpu) is not None else ""
     return (
         f"no published whole training run on {gpu.architecture} ({gpu.name}) is in the calibration; the time rests "
-        f"on the datasheet{guessed}"
+        f"on the datasheet{stated}"
     )
 
 

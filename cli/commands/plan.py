@@ -482,7 +482,11 @@ def _explain(job, wide: bool = False, mfu_given: float | None = None) -> None:
         ("  x --recompute full", f"x{mfu.RECOMPUTE_FULL:g}", "arithmetic: 8.N.D of work for 6.N.D"),
         ("  x V100/T4", f"x{fit.older:g}", "stated: Megatron-LM V100 vs A100 papers"),
         ("  x qlora", f"x{mfu.QLORA:g}", "stated: dequantization on every matmul"),
-        ("  x AMD", ", ".join(f"{k} x{v:g}" for k, v in mfu.AMD_FACTOR.items()), "stated (mfu.py docstring)"),
+        (
+            "  x AMD",
+            ", ".join(f"{k} x{v:g}" for k, v in mfu.AMD_FACTOR.items()),
+            "stated: CDNA 2 from AMD-OLMo's rate, CDNA 3 from benchmarks (optimizer/rocm_benchmarks.py)",
+        ),
         band,
         ("MFU ceiling", f"{mfu.MFU_CEILING:g}", "no published whole run sustained more"),
     ]

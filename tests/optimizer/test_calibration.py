@@ -786,8 +786,8 @@ def test_the_calibrated_gpu_families_are_those_with_published_whole_runs():
 
 
 def test_plan_flags_an_option_whose_speed_is_extrapolated():
-    """The bundled snapshot's cheapest rows are MI300X spot: their time rests on a guessed ROCm factor, and the row
-    says so (JSON speed_basis, the table's notes); an H100 row does not."""
+    """MI300X rows' time rests on a ROCm factor stated from benchmarks, not on whole runs
+    (optimizer/rocm_benchmarks.py), and the row says so (JSON speed_basis, the table's notes); an H100 row does not."""
     out = run_costopt("plan", "--model", "8B", "--tokens", "100B", "--gpu", "MI300X", "--gpu", "H100", "-f", "json")
     assert out.returncode == 0, out.stderr
     options = json.loads(out.stdout)["options"]
