@@ -110,7 +110,7 @@ def speed_line(rows: list[dict[str, Any]]) -> str:
     if not gpus:
         return ""
     specs = catalog()
-    amd = [spec for g in gpus if (spec := specs.get(g)) is not None and mfu.amd_factor(spec) is not None]
+    amd = [spec for g in gpus if (spec := specs.get(g)) is not None and mfu.amd_factor_range(spec) is not None]
     return (
         f"{SPEED_MARK} speed extrapolated ({', '.join(gpus)}): no published whole training run on these GPU families "
         "is in the calibration; the time rests on the datasheet"

@@ -249,7 +249,17 @@ def range_means(est: Estimate) -> str:
         )
     stack = est.job.stack
     within = "inside it, " if outside else ""
-    return f"for {mfu_model.article(stack)} {stack} team, {outside}{within}{mfu_model.range_claim(stack)}; {fastest}"
+    span = mfu_model.amd_factor_range(est.gpu)
+    widened = (
+        f"; on {est.gpu.name} widened to span its ROCm factor's range, {span[0]:g}-{span[1]:g} (benchmarks, no whole "
+        "run), which the calibration did not test"
+        if span is not None
+        else ""
+    )
+    return (
+        f"for {mfu_model.article(stack)} {stack} team, {outside}{within}{mfu_model.range_claim(stack)}{widened}; "
+        f"{fastest}"
+    )
 
 
 def mfu_ceiling(est: Estimate) -> float | None:
@@ -345,6 +355,8 @@ def assumptions(est: Estimate) -> dict[str, Any]:
         "global_batch_tokens_min": est.scope.batch_tokens,  # GPUs x micro-batch x sequence length
         "optimizer_steps_max": est.scope.steps,  # tokens / that batch
         "warnings": list(est.scope.warnings),
+        # the plausible range of a stated ROCm factor no whole run checks (CDNA 3), which the MFU band spans; else null
+        "software_factor_range": None if given or job.measured is not None else mfu_model.amd_factor_range(est.gpu),
         "sharding": "ZeRO-3/FSDP across all GPUs of the job",
     }
 

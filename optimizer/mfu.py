@@ -109,7 +109,8 @@ H200 on the same workload (``optimizer.rocm_benchmarks``, sources and dates ther
 (0.62). Each is the MI300X's share of its peak over the NVIDIA GPU's, divided by the ratio this model expects of the
 two without the factor (their bandwidth and small-model terms). They spread from 0.44 to 0.68 (FP8 lowest: ROCm's FP8
 path was the less mature); 0.6 is stated, under their median 0.62 because benchmarks leave out what a whole run on a
-younger stack also pays.
+younger stack also pays. That range is AMD_FACTOR_RANGE: where no whole run checks a factor, the MFU band of such a
+GPU is widened to span it (``software_spread``), so the range of an MI300X row says how little is known.
 """
 
 from __future__ import annotations
@@ -149,6 +150,9 @@ FLASH_ATTENTION_PAPER_SLOWDOWN = {"GPT-2 small": 4.7 / 2.7, "GPT-2 medium": 11.5
 # diagonal, n(n + 1)/2 of n^2 (53 % at 2,048 tokens in 128-wide tiles; FlashAttention-2 counts a causal pass as half).
 CAUSAL_WORK = 0.5
 AMD_FACTOR = {"CDNA 2": 0.5, "CDNA 3": 0.6}  # see the module docstring; other AMD architectures: CDNA 3's
+# The plausible range of a stated factor that no whole run checks (CDNA 3: the benchmarks' spread, module docstring);
+# the band of a GPU with such a factor spans it. CDNA 2's is checked by its whole runs and has none.
+AMD_FACTOR_RANGE = {"CDNA 3": (0.44, 0.68)}
 FP8_BENCHMARKS = (1.28, 1.42)  # published FP8/BF16 throughput ratios (docstring): the stated gain lies inside
 # No published whole run sustained more (llm.c GPT-2 124M and Falcon-RW-1B: ~0.6 with attention); nanochat's d20 on
 # 8 A100 (round 23) reads 0.66, but on a step-time total that leaves out its evaluations and compilation.
@@ -339,7 +343,8 @@ def unfused_attention_cost(gpu: GpuSpec, head_dim: float) -> float:
 
 # The GPU families with published whole runs in the calibration file (a test keeps this equal to it). On any other
 # GPU the estimate is extrapolated: the bandwidth term from the datasheet and, for AMD, a stated software factor
-# (CDNA 3's from benchmarks only). plan and estimate say which, so a top row on an uncalibrated GPU is read as such.
+# (CDNA 3's from benchmarks only, its range widening the band). plan and estimate say which, so a top row on an
+# uncalibrated GPU is read as such.
 CALIBRATED_ARCHITECTURES = frozenset(
     {"Ampere", "Ampere (GA102)", "Ada Lovelace", "Hopper", "Volta", "Turing", "CDNA 2"}
 )
@@ -356,13 +361,35 @@ def amd_factor(gpu: GpuSpec) -> float | None:
     return AMD_FACTOR.get(gpu.architecture, AMD_FACTOR["CDNA 3"])
 
 
-def describe_software_factor(gpu: GpuSpec) -> str:
-    """The words plan and estimate use for a stated ROCm factor no whole run checks (CDNA 3)."""
+def amd_factor_range(gpu: GpuSpec) -> tuple[float, float] | None:
+    """The plausible range of this GPU's ROCm factor where no whole run checks it (CDNA 3 and, like its factor, any
+    other AMD architecture without one of its own); None where the calibration's whole runs check it (CDNA 2)."""
     factor = amd_factor(gpu)
-    assert factor is not None
+    if factor is None or gpu.architecture in CALIBRATED_ARCHITECTURES:
+        return None
+    return AMD_FACTOR_RANGE.get(gpu.architecture, AMD_FACTOR_RANGE["CDNA 3"])
+
+
+def software_spread(gpu: GpuSpec) -> tuple[float, float]:
+    """How far the band of ``gpu`` widens for a stated factor no whole run checks: (low, high) over the stated value,
+    multiplying the calibrated band's ends. Why widen and not only label: the calibrated band is what runs of a
+    correct model scatter by; an unchecked factor can be off as a whole, and a renter reading an MI300X row's range
+    should see both (1, 1) for every other GPU."""
+    span = amd_factor_range(gpu)
+    factor = amd_factor(gpu)
+    if span is None or factor is None:
+        return 1.0, 1.0
+    return span[0] / factor, span[1] / factor
+
+
+def describe_software_factor(gpu: GpuSpec) -> str:
+    """The words plan and estimate use for a stated ROCm factor no whole run checks, with its range and what the range
+    does to the band (``software_spread``)."""
+    factor, span = amd_factor(gpu), amd_factor_range(gpu)
+    assert factor is not None and span is not None
     return (
         f"a ROCm factor of {factor:g} stated from short training benchmarks (optimizer/rocm_benchmarks.py), not from "
-        "whole runs"
+        f"whole runs; its range, {span[0]:g}-{span[1]:g}, widens the time's range beyond what the calibration held"
     )
 
 
@@ -430,8 +457,9 @@ def realized_mfu(
     factors["slowest_link"] = slowest_link(gpu, gpus, per_node, precision, factors, traffic)
     expected = min(math.prod(factors.values()), MFU_CEILING)
     band_low, band_high = fit.band(stack)
-    high = min(expected * band_high, MFU_CEILING)
-    return Mfu(low=expected * band_low, expected=expected, high=high, factors=factors)
+    spread_low, spread_high = software_spread(gpu)
+    high = min(expected * band_high * spread_high, MFU_CEILING)
+    return Mfu(low=expected * band_low * spread_low, expected=expected, high=high, factors=factors)
 
 
 COMMUNICATION = ("slowest_link", "nodes", "scale_out")  # the terms of the communication; the rest are the compute's

@@ -484,7 +484,7 @@ def _explain(job, wide: bool = False, mfu_given: float | None = None) -> None:
         ("  x qlora", f"x{mfu.QLORA:g}", "stated: dequantization on every matmul"),
         (
             "  x AMD",
-            ", ".join(f"{k} x{v:g}" for k, v in mfu.AMD_FACTOR.items()),
+            ", ".join(f"{k} x{v:g}" + amd_span(k) for k, v in mfu.AMD_FACTOR.items()),
             "stated: CDNA 2 from AMD-OLMo's rate, CDNA 3 from benchmarks (optimizer/rocm_benchmarks.py)",
         ),
         band,
@@ -608,3 +608,11 @@ def _buy_line(con, best: dict[str, Any]) -> dict[str, Any]:
         "rent_usd_per_gpu_hour": per_gpu_hour,
         "rent_90d_median": rent["median"],
     }
+
+
+def amd_span(architecture: str) -> str:
+    """A stated ROCm factor's range where no whole run checks it (the band spans it), for --explain."""
+    from optimizer import mfu
+
+    span = mfu.AMD_FACTOR_RANGE.get(architecture)
+    return f" ({span[0]:g}-{span[1]:g}, spanned by the range)" if span else ""

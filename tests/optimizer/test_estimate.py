@@ -194,7 +194,8 @@ def test_mfu_falls_with_more_nodes_and_weaker_links():
 def test_more_gpus_never_raise_per_gpu_mfu_on_any_gpu(fabric):
     """Every GPU in the table, dense and MoE, small and large: per-GPU MFU only falls as GPUs are added, and the
     band is never empty: the fastest plausible run is faster than expected except at the ceiling (one RTX 3090,
-    all memory bandwidth for its 71 TFLOPS, reaches it), where the two are equal."""
+    all memory bandwidth for its 71 TFLOPS, reaches it), where the two are equal. The band's top is the stack's,
+    times the range of a ROCm factor no whole run checks (CDNA 3: 0.68 / 0.6), else exactly the stack's."""
     counts = [2**k for k in range(15)]  # 1 .. 16384
     for name in GPUS.names:
         gpu = GPUS.resolve(name)
@@ -207,7 +208,11 @@ def test_more_gpus_never_raise_per_gpu_mfu_on_any_gpu(fabric):
             assert expected == sorted(expected, reverse=True), (name, active, fabric)
             assert all(m.low < m.expected <= m.high <= mfu_model.MFU_CEILING for m in series)
             assert all(
-                m.high == min(m.expected * mfu_model.FITTED.band(mfu_model.DEFAULT_STACK)[1], mfu_model.MFU_CEILING)
+                m.high
+                == min(
+                    m.expected * mfu_model.FITTED.band(mfu_model.DEFAULT_STACK)[1] * mfu_model.software_spread(gpu)[1],
+                    mfu_model.MFU_CEILING,
+                )
                 for m in series
             )
 
