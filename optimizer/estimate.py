@@ -18,7 +18,7 @@ from optimizer import scope as scope_model
 from optimizer.compute import METHODS, Flops, training_flops
 from optimizer.layout import layout
 from optimizer.measured import Measurement
-from optimizer.memory import MemoryFit, memory_fit
+from optimizer.memory import RECOMPUTE_SETTINGS, MemoryFit, activation_bytes, memory_fit
 from optimizer.models import ModelSpec, derived_shape
 from warehouse.errors import UsageError
 from warehouse.gpus import GpuSpec
@@ -49,8 +49,9 @@ class Job:
     precision: str = "bf16"
     seq_len: int | None = None  # None: the preset's training length, or models.ASSUMED_SEQ_LEN for a bare count
     micro_batch: int = 1
-    checkpointing: bool = True
-    recompute: str = "selective"  # MFU: "full" recomputes every layer's forward pass (a third more FLOPs)
+    # Activation recomputation, for memory and time alike (memory.py): "selective", "full" (every layer's forward
+    # pass again, a third more FLOPs) or "auto", the cheapest that fits on the GPUs at hand (memory.choose)
+    recompute: str = "auto"
     stack: str = mfu_model.DEFAULT_STACK  # MFU: the software stack and team (mfu.STACKS)
     measured: Measurement | None = None  # MFU: the user's own throughput, in place of the stack class (measured.py)
 
@@ -71,8 +72,13 @@ class Job:
             )
         if self.micro_batch <= 0:
             raise UsageError("--micro-batch must be positive")
-        if self.recompute not in mfu_model.RECOMPUTE:
-            raise UsageError(f"--recompute must be one of {', '.join(mfu_model.RECOMPUTE)}, got {self.recompute!r}")
+        if self.recompute not in RECOMPUTE_SETTINGS:
+            # "none": with fused attention the scores are never kept, so keeping every other activation is selective
+            hint = "; keeping every activation is selective (fused attention never keeps the scores)"
+            raise UsageError(
+                f"--recompute must be one of {', '.join(RECOMPUTE_SETTINGS)}, got {self.recompute!r}"
+                + (hint if self.recompute == "none" else "")
+            )
         mfu_model.check_stack(self.stack)
         if self.measured is not None and self.precision == "fp8" and self.measured.gpu.fp8_tflops is None:
             raise UsageError(f"--measured: {self.measured.gpu.name} has no FP8 tensor cores; measure an fp8 job on FP8")
@@ -146,6 +152,12 @@ class Estimate:
     gpus_per_node_basis: str = "given"  # optimizer/layout.py: --gpus-per-node, the GPU table or the 8-GPU assumption
     fabric_basis: str = "given"  # optimizer/layout.py: --fabric, or what the GPU's servers are sold with
     bandwidth: network_model.Bandwidth | None = None  # each server's network to the others, where the job spans some
+
+    @property
+    def recompute(self) -> str:
+        """The recomputation strategy the job runs here, the memory verdict's and the time's: the one asked, or
+        --recompute auto's choice for this GPU and count (memory.choose)."""
+        return self.memory.recompute
 
     @property
     def given_mfu(self) -> float | None:
@@ -295,6 +307,48 @@ def network_source(est: Estimate) -> str:
     return "not stated for these servers of several GPUs: the calibrated between-node term applies, as for its runs"
 
 
+RECOMPUTE_KEEPS = {  # memory.py: what each strategy keeps and recomputes
+    "selective": "34 x width bytes kept per layer and token; attention scores recomputed in the fused kernel",
+    "full": "2 x width bytes kept per layer and token; every layer's forward pass run twice",
+}
+
+
+def measured_recompute(job: Job) -> str:
+    """The strategy the --measured run is taken to have run: the one asked, or auto's choice on its GPUs."""
+    measurement = job.measured
+    assert measurement is not None
+    return _fit(job, measurement.gpu, measurement.gpus).recompute
+
+
+def recompute_means(est: Estimate) -> str:
+    """Which activation recomputation the job runs, why, and what its time was charged for it: one sentence for the
+    table and the JSON (``recompute_means``), so that the memory verdict and the time are read as one choice."""
+    job, strategy = est.job, est.recompute
+    if job.recompute != "auto":
+        why = f"as asked (--recompute {strategy})"
+    elif strategy == "selective":
+        why = "--recompute auto: the cheapest that fits"
+    else:
+        selective = est.memory.min_gpus_by_recompute.get("selective")
+        kept = activation_bytes(job.model, seq_len=job.sequence_length, micro_batch=job.micro_batch,
+                                recompute="selective") / 1e9  # fmt: skip
+        why = "--recompute auto: selective " + (
+            f"needs {selective} GPUs" if selective is not None else f"keeps {kept:.1f} GB per GPU, more than fits"
+        )
+    if est.given_mfu is not None:
+        charge = "not charged: the MFU you gave (--mfu) is taken to include it" if strategy == "full" else "no charge"
+    elif job.measured is not None:
+        charge = (
+            f"charged through the transfer: your measurement is taken to have run {measured_recompute(job)} "
+            f"recomputation (on {job.measured.gpus} x {job.measured.gpu.name})"
+        )
+    elif strategy == "full":
+        charge = f"charged: MFU x{mfu_model.RECOMPUTE_FULL:g} (8.N.D FLOPs of work for 6.N.D)"
+    else:
+        charge = "no charge: its small cost is inside the calibrated MFU"
+    return f"{strategy} recomputation ({RECOMPUTE_KEEPS[strategy]}); {why}; {charge}"
+
+
 def assumptions(est: Estimate) -> dict[str, Any]:
     job = est.job
     given = est.given_mfu is not None
@@ -312,8 +366,9 @@ def assumptions(est: Estimate) -> dict[str, Any]:
         "memory_seq_len": job.sequence_length,
         "seq_len_basis": job.seq_len_basis,
         "micro_batch": job.micro_batch,
-        "activation_checkpointing": job.checkpointing,
-        "recompute": job.recompute,
+        "recompute": est.recompute,
+        "recompute_asked": job.recompute,
+        "recompute_means": recompute_means(est),
         "stack": None if given else job.team,
         "stack_means": (
             "no stack class: the MFU is given (--mfu)"
@@ -361,8 +416,21 @@ def assumptions(est: Estimate) -> dict[str, Any]:
     }
 
 
-Modelled = Callable[[GpuSpec, int, int, str, str], mfu_model.Mfu]
-# (GPU, GPUs, GPUs per node, fabric, stack) -> the model's MFU
+# (GPU, GPUs, GPUs per node, fabric, stack, recomputation strategy) -> the model's MFU
+Modelled = Callable[[GpuSpec, int, int, str, str, str], mfu_model.Mfu]
+
+
+def _fit(job: Job, gpu: GpuSpec, gpus: int) -> MemoryFit:
+    """The memory verdict of ``job`` on ``gpus`` x ``gpu``, with the strategy it runs there."""
+    return memory_fit(
+        job.model,
+        method=job.method,
+        gpu_memory_gb=gpu.memory_gb,
+        gpus=gpus,
+        seq_len=job.sequence_length,
+        micro_batch=job.micro_batch,
+        recompute=job.recompute,
+    )
 
 
 def _from_measurement(
@@ -372,6 +440,7 @@ def _from_measurement(
     gpus: int,
     gpus_per_node: int,
     fabric: str,
+    recompute: str,
     modelled: Modelled,
     fit: mfu_model.Fit,
 ) -> tuple[Range, dict[str, float]]:
@@ -379,19 +448,21 @@ def _from_measurement(
 
     The team's factor is the measured steady MFU, less the goodput, over what the model expects of a tuned stack on
     the measured layout (the measured GPU and count on servers of ``measured.NODE_GPUS``, over the measurement's own
-    network, so a target on another network is charged the model's difference); the model carries it to the target.
-    The two model figures are not capped (a cap would not cancel in their ratio); the result is capped at the higher
-    of the published ceiling and the user's own whole-run figure. On the measured GPU the band is the goodput's,
-    widened on the slow side by the distance to the measured layout (``measured.band``); the fast end never passes
-    the measured steady rate times the model's transfer.
+    network, so a target on another network is charged the model's difference, and with the recomputation strategy the
+    job runs there, ``measured_recompute``); the model carries it to the target, which runs ``recompute``. The two
+    model figures are not capped (a cap would not cancel in their ratio); the result is capped at the higher of the
+    published ceiling and the user's own whole-run figure. On the measured GPU the band is the goodput's, widened on
+    the slow side by the distance to the measured layout (``measured.band``); the fast end never passes the measured
+    steady rate times the model's transfer.
     """
     measurement = job.measured
     assert measurement is not None
     peak = mfu_model.peak_flops(measurement.gpu, job.precision)
     steady = measured_model.steady_mfu(measurement, flops.total / job.tokens, peak)
+    there = measured_recompute(job)
     measured_layout = (measurement.gpu, measurement.gpus, measurement.gpus_per_node, measurement.fabric)
-    reference = math.prod(modelled(*measured_layout, "tuned").factors.values())
-    target = math.prod(modelled(gpu, gpus, gpus_per_node, fabric, "tuned").factors.values())
+    reference = math.prod(modelled(*measured_layout, "tuned", there).factors.values())
+    target = math.prod(modelled(gpu, gpus, gpus_per_node, fabric, "tuned", recompute).factors.values())
     whole_run = steady * measured_model.GOODPUT
     ceiling = max(mfu_model.MFU_CEILING, whole_run)
     expected = min(whole_run * target / reference, ceiling)
@@ -449,7 +520,10 @@ def estimate(
 ) -> Estimate:
     """Time and memory of ``job`` on ``gpus`` of ``gpu``; ``fabric`` is the network between nodes, ``bandwidth`` each
     node's (None: ``network.default_bandwidth``). ``gpus_per_node`` or ``fabric`` left None follows the GPU
-    (optimizer/layout.py: the GPU table's servers, PCIe cards on Ethernet), and the answer says so."""
+    (optimizer/layout.py: the GPU table's servers, PCIe cards on Ethernet), and the answer says so.
+
+    Both with one activation recomputation strategy: the memory verdict picks it (``job.recompute``, or auto's
+    choice for this GPU and count) and the MFU is charged for it."""
     if gpus <= 0:
         raise UsageError(f"--gpus must be a positive whole number, got {gpus}")
     if gpus_per_node is not None and gpus_per_node <= 0:
@@ -466,6 +540,7 @@ def estimate(
     spans_nodes = gpus > per_node
     micro_batch_flops = flops.total / job.tokens * job.sequence_length * job.micro_batch
     link = bandwidth or network_model.default_bandwidth(fabric, per_node)
+    memory = _fit(job, gpu, gpus)
     if mfu_override is not None and job.measured is not None:
         raise UsageError("--mfu and --measured both set the MFU: give one of them")
     if mfu_override is not None:
@@ -476,7 +551,7 @@ def estimate(
     else:
         sized, sized_flops = _sized_for_speed(job, flops)
 
-        def modelled(on: GpuSpec, count: int, per_node: int, network: str, stack: str) -> mfu_model.Mfu:
+        def modelled(on: GpuSpec, count: int, per_node: int, network: str, stack: str, recompute: str) -> mfu_model.Mfu:
             # the bandwidth given is the target's servers'; another layout (--measured's) gets the default
             given = bandwidth if (count, per_node, network) == (gpus, gpus_per_node, fabric) else None
             server = given or network_model.default_bandwidth(network, max(1, min(per_node, count)))
@@ -495,7 +570,7 @@ def estimate(
                 moe=model.moe,
                 method=job.method,
                 precision=job.precision,
-                recompute=job.recompute,
+                recompute=recompute,
                 stack=stack,
                 attention_share=sized_flops.attention / sized_flops.total,
                 fit=fit,
@@ -503,10 +578,12 @@ def estimate(
             return m if sized is model else _held(m, flops.total / sized_flops.total)
 
         if job.measured is None:
-            m = modelled(gpu, gpus, gpus_per_node, fabric, job.stack)
+            m = modelled(gpu, gpus, gpus_per_node, fabric, job.stack, memory.recompute)
             mfu, factors = Range(m.low, m.expected, m.high), m.factors
         else:
-            mfu, factors = _from_measurement(job, flops, gpu, gpus, gpus_per_node, fabric, modelled, fit)
+            mfu, factors = _from_measurement(
+                job, flops, gpu, gpus, gpus_per_node, fabric, memory.recompute, modelled, fit
+            )
     peak = mfu_model.peak_flops(gpu, job.precision)
     # GPU-hours are inversely proportional to MFU: the high MFU gives the low (fastest) figure
     gpu_hours = Range(*(flops.total / (peak * u) / 3600 for u in (mfu.high, mfu.expected, mfu.low)))
@@ -520,15 +597,7 @@ def estimate(
         mfu=mfu,
         gpu_hours=gpu_hours,
         wall_hours=gpu_hours.scaled(1 / gpus),
-        memory=memory_fit(
-            model,
-            method=job.method,
-            gpu_memory_gb=gpu.memory_gb,
-            gpus=gpus,
-            seq_len=job.sequence_length,
-            micro_batch=job.micro_batch,
-            checkpointing=job.checkpointing,
-        ),
+        memory=memory,
         scope=scope_model.judge(job, gpu, gpus, gpus_per_node, given=mfu_override is not None),
         factors=factors,
         gpus_per_node_basis=where.gpus_per_node_basis,

@@ -53,17 +53,18 @@ MfuOption = Annotated[
     ),
 ]
 MicroBatchOption = Annotated[int, typer.Option("--micro-batch", help="Sequences per GPU per step (activation memory).")]
-CheckpointOption = Annotated[
-    bool, typer.Option("--checkpointing", help="Activation checkpointing, the default (memory).")
-]
+CheckpointOption = Annotated[bool, typer.Option("--checkpointing", help="The older spelling of --recompute full.")]
 NoCheckpointOption = Annotated[
-    bool, typer.Option("--no-checkpointing", help="No activation checkpointing: every activation is kept.")
+    bool, typer.Option("--no-checkpointing", help="The older spelling of --recompute selective.")
 ]
 RecomputeOption = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--recompute",
-        help="selective (default) | full: recompute every layer's forward pass, a third more compute (MFU x0.75).",
+        help="Activation recomputation, for memory and time alike: auto (default: selective where it fits, else "
+        "full) | selective (every layer's activations kept) | full (only layer inputs kept; every layer's forward "
+        "pass recomputed: MFU x0.75).",
+        show_default=False,
     ),
 ]
 StackOption = Annotated[
@@ -100,8 +101,7 @@ def build_job(
     precision: str,
     seq_len: int | None,
     micro_batch: int,
-    checkpointing: bool,
-    recompute: str = "selective",
+    recompute: str = "auto",
     stack: str | None = None,
     measured: str | None = None,
 ) -> Job:
@@ -119,11 +119,28 @@ def build_job(
         precision=precision,
         seq_len=seq_len,
         micro_batch=micro_batch,
-        checkpointing=checkpointing,
         recompute=recompute,
         stack=stack if stack is not None else mfu_model.DEFAULT_STACK,
         measured=parse_measurement(measured) if measured is not None else None,
     )
+
+
+def recompute_setting(recompute: str | None, checkpointing: bool, no_checkpointing: bool) -> str:
+    """--recompute, or what the older --checkpointing / --no-checkpointing spell (full / selective: the memory they
+    meant); a combination that asks for two strategies is refused (exit 2) rather than one of them guessed."""
+    from cli.options import either
+
+    older = either(checkpointing, no_checkpointing, "--checkpointing", "--no-checkpointing")
+    if older is None:
+        return recompute or "auto"
+    flag, meant = ("--checkpointing", "full") if older else ("--no-checkpointing", "selective")
+    if recompute is not None and recompute != meant:
+        from warehouse.errors import UsageError
+
+        raise UsageError(
+            f"{flag} (--recompute {meant}) and --recompute {recompute} contradict each other: give --recompute only"
+        )
+    return meant
 
 
 def estimate_command(
@@ -158,7 +175,7 @@ def estimate_command(
     micro_batch: MicroBatchOption = 1,
     checkpointing: CheckpointOption = False,
     no_checkpointing: NoCheckpointOption = False,
-    recompute: RecomputeOption = "selective",
+    recompute: RecomputeOption = None,
     stack: StackOption = None,
     measured: MeasuredOption = None,
     mfu: MfuOption = None,
@@ -166,18 +183,22 @@ def estimate_command(
     exact: ExactOption = False,
 ) -> None:
     """Training FLOPs, realized MFU, GPU-hours and wall time (low / expected / high), and memory fit."""
-    from cli.options import either
     from cli.output import Column, print_table, say, to_rounded_json
     from optimizer.absurd import refuse_absurd_wall_time
-    from optimizer.estimate import estimate, precision_note, range_means, refuse_less_than_a_step, stack_class
+    from optimizer.estimate import (
+        estimate,
+        precision_note,
+        range_means,
+        recompute_means,
+        refuse_less_than_a_step,
+        stack_class,
+    )
     from optimizer.units import human_count, human_hours
     from warehouse.gpus import catalog
 
-    keep_activations = either(checkpointing, no_checkpointing, "--checkpointing", "--no-checkpointing") is not False
-    job = build_job(
-        model, tokens, active_params, method, precision, seq_len, micro_batch, keep_activations, recompute,
-        stack_class(stack, mfu), measured,
-    )  # fmt: skip
+    setting = recompute_setting(recompute, checkpointing, no_checkpointing)
+    stack = stack_class(stack, mfu)
+    job = build_job(model, tokens, active_params, method, precision, seq_len, micro_batch, setting, stack, measured)
     refuse_less_than_a_step(job, gpus)
     est = estimate(job, catalog().resolve(gpu), gpus, gpus_per_node=gpus_per_node, fabric=fabric, mfu_override=mfu)
     refuse_absurd_wall_time(est.wall_hours.expected, on=f"on {gpus} x {est.gpu.name}", remedy="or give more --gpus")
@@ -207,8 +228,7 @@ def estimate_command(
     columns = [Column("", "", "name"), *(Column(k, k, "figure") for k in ("low", "expected", "high"))]
     print_table(rows, columns, title=title)
     say(
-        f"memory: {verdict}: {fit.reason}; model+optimizer states {fit.total_gb:,.0f} GB in all; "
-        f"minimum {fit.min_gpus or 'no number of'} {est.gpu.name} GPUs",
+        f"memory: {verdict}: {fit.reason}; model+optimizer states {fit.total_gb:,.0f} GB in all; {_minimum(est)}",
         indent="  ",
     )
     used = est.gpu.precision_used(job.precision)
@@ -218,6 +238,7 @@ def estimate_command(
         f"range: {range_means(est)}",
         indent="  ",
     )
+    say(f"activations: {recompute_means(est)}", indent="  ")
     why = precision_note(est.gpu, job.precision)
     if why:
         say(f"precision: {why} (--precision {job.precision} asked)", indent="  ")
@@ -252,6 +273,16 @@ def estimate_command(
         "MFU: calibrated on published whole training runs (see README, `python bench/calibration.py`); --mfu overrides",
         indent="  ",
     )
+
+
+def _minimum(est: Estimate) -> str:
+    """The fewest GPUs that hold the job; per strategy where --recompute auto could run either and they differ."""
+    fit, name = est.memory, est.gpu.name
+    full, selective = fit.min_gpus_by_recompute["full"], fit.min_gpus_by_recompute["selective"]
+    if est.job.recompute == "auto" and full is not None and full != selective:
+        other = f"{selective} with selective" if selective is not None else "selective fits on no count"
+        return f"minimum {full} {name} GPUs with full recomputation, {other}"
+    return f"minimum {fit.min_gpus or 'no number of'} {name} GPUs"
 
 
 def _team(est: Estimate) -> str:

@@ -79,6 +79,12 @@ def test_readme_estimate_json_example_is_the_tools_output():
     answer = json.loads(out.stdout)
     assert set(shown) == {"mfu", "gpu_hours", "wall_hours"}
     assert shown == {key: answer[key] for key in shown}
+    # the memory verdict too: it went stale when activations followed the recomputation the job runs (session 60)
+    memory = re.search(r'"memory": \{"total_gb": ([\d.]+), "per_gpu_gb": ([\d.]+), "activations_gb": ([\d.]+), '
+                       r'"min_gpus": (\d+), "fits": true', block[0])  # fmt: skip
+    assert memory is not None
+    figures = ("total_gb", "per_gpu_gb", "activations_gb", "min_gpus")
+    assert [float(v) for v in memory.groups()] == [answer["memory"][k] for k in figures]
 
 
 @pytest.mark.parametrize(

@@ -542,3 +542,45 @@ def test_the_json_says_where_the_mfu_ceiling_binds(gpu, extra, ceiling, binds):
     assert ("expected" in binds) == (product > mfu_model.MFU_CEILING)
     if "high" in binds:
         assert data["mfu"]["high"] == mfu_model.MFU_CEILING
+
+
+def test_cli_says_which_recomputation_the_job_runs_and_that_its_time_was_charged():
+    args = ("estimate", "--model", "llama3-70b", "--tokens", "1T", "--gpu", "H100", "--gpus", "64")
+    data = json.loads(run_cli(*args, "--format", "json").stdout)
+    assumptions = data["assumptions"]
+    assert (assumptions["recompute"], assumptions["recompute_asked"], data["memory"]["recompute"]) == (
+        "full",
+        "auto",
+        "full",
+    )
+    assert assumptions["mfu_factors"]["recompute"] == mfu_model.RECOMPUTE_FULL
+    assert "charged: MFU x0.75" in assumptions["recompute_means"]
+    table = " ".join(run_cli(*args).stdout.split())
+    assert "activations: full recomputation" in table and "charged: MFU x0.75" in table
+    assert "minimum 21 H100-SXM GPUs with full recomputation, selective fits on no count" in table
+
+
+@pytest.mark.parametrize(
+    ("flags", "same_as"),
+    [(("--checkpointing",), ("--recompute", "full")), (("--no-checkpointing",), ("--recompute", "selective"))],
+)
+def test_cli_the_older_checkpointing_flags_are_spellings_of_recompute(flags, same_as):
+    args = ("estimate", "--model", "8B", "--tokens", "100B", "--gpu", "A100", "--gpus", "8", "-f", "json", "--exact")
+    older, newer = run_cli(*args, *flags), run_cli(*args, *same_as)
+    assert older.returncode == newer.returncode == 0, older.stderr
+    assert json.loads(older.stdout) == json.loads(newer.stdout)
+    assert json.loads(older.stdout)["assumptions"]["recompute"] == same_as[1]
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ("--checkpointing", "--recompute", "selective"),
+        ("--no-checkpointing", "--recompute", "full"),
+        ("--checkpointing", "--recompute", "auto"),
+    ],
+)
+def test_cli_contradictory_recomputation_flags_are_refused_in_one_line(flags):
+    out = run_cli("estimate", "--model", "8B", "--tokens", "100B", "--gpu", "A100", "--gpus", "8", *flags)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert "contradict each other: give --recompute only" in out.stderr and "Traceback" not in out.stderr

@@ -71,7 +71,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], dict]
 def _plans(offers: list[dict], risk: dict, model: str, tokens: str, constraints: Constraints):  # type: ignore[no-untyped-def]
     from cli.commands.estimate import build_job
 
-    job = build_job(model, tokens, None, "full", "bf16", None, 1, True, "selective", "typical")
+    job = build_job(model, tokens, None, "full", "bf16", None, 1, "auto", "typical")
     try:
         every = build_plan(job, offers, catalog(), constraints, spot_risk=risk)
     except NoOptions as exc:
