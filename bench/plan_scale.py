@@ -1,6 +1,7 @@
 """Bench: what `--max-gpus` costs the planner now that counts go up to it with no hidden cap.
 
-Counts per offer are the minimum, its doublings, the largest under --max-gpus and (with --deadline) the
+Counts per offer are the minimum, its doublings, the largest under --max-gpus, the first that holds the job
+without full activation recomputation (where a smaller one holds it only with it) and (with --deadline) the
 smallest that meets it: O(log(max_gpus)) per offer, so the plan is O(offers x counts). This measures, on
 the bundled snapshot, the in-process planning time and the options built for growing --max-gpus, and
 the whole `costopt plan ... --max-gpus 4096` process.

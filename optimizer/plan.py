@@ -1,8 +1,10 @@
 """``costopt plan``: the cost and time of one training job on every current offer that can hold it.
 
 For every current price (on-demand, spot, interruptible) and every instance count from the smallest
-that holds the job up to ``--max-gpus`` -- the minimum, its doublings, the largest count under the cap
-and, with ``--deadline``, the smallest count that meets it -- the estimator gives the wall time range;
+that holds the job up to ``--max-gpus`` -- the minimum, its doublings, the largest count under the cap,
+the first count at which the job fits without full activation recomputation where it fits with it first
+(--recompute auto: each option runs, and is charged for, the cheapest strategy that fits its GPUs) and,
+with ``--deadline``, the smallest count that meets it -- the estimator gives the wall time range;
 cost is wall time x instance price x instances. The work is O(offers x counts) with
 O(log(max_gpus)) counts per offer, and estimates are shared by every offer of the same GPU shape.
 
@@ -53,7 +55,7 @@ INTERRUPTIBLE = ("spot", "interruptible")
 # an option's labels from its estimate, merged into its row: speed_basis (calibrated, extrapolated: outside what the
 # calibration covers, optimizer/scope.py; given: --mfu), extrapolated_because, scope, mfu_ceiling_binds
 Labels = dict[str, Any]
-Timed = tuple[float, float, float, float, float, float, Labels]  # a count's wall times, MFU, overheads and labels
+Timed = tuple[float, float, float, float, float, float, str, Labels]  # wall times, MFU, overheads, recompute, labels
 
 
 class NoOptions(CostoptError):
@@ -92,7 +94,7 @@ OPTION_COLUMNS = [
     "listings", "market_basis",
     "wall_low", "wall_expected", "wall_high", "cost_low", "cost_expected", "cost_high",
     "mfu_expected", "spot_overhead", "spot_overhead_first_order", "hazard_source", "fabric", "speed_basis",
-    "extrapolated_because", "mfu_ceiling_binds",
+    "extrapolated_because", "mfu_ceiling_binds", "recompute",
 ]  # fmt: skip
 
 
@@ -266,6 +268,7 @@ class _Option:
         "pareto",
         "pricing",
         "provider",
+        "recompute",
         "region",
         "regions",
         "savings_basis",
@@ -304,6 +307,7 @@ class _Option:
     cost_expected: float
     cost_high: float
     mfu_expected: float
+    recompute: str  # the activation recomputation the option runs and is charged for (memory.choose)
     spot_overhead: float
     spot_overhead_first_order: float
     on_demand_cost_usd: float | None
@@ -344,6 +348,7 @@ class _Option:
             "cost_expected": self.cost_expected,
             "cost_high": self.cost_high,
             "mfu_expected": self.mfu_expected,
+            "recompute": self.recompute,
             "spot_overhead": self.spot_overhead,
             "spot_overhead_first_order": self.spot_overhead_first_order,
             "on_demand_cost_usd": self.on_demand_cost_usd,
@@ -476,6 +481,11 @@ class _Builder:
 
         twin = (offer["provider"], offer["region"], offer["instance_type"])
         extra: tuple[int, ...] = () if interruptible else tuple(self.spot_counts.get(twin, ()))
+        selective = probe.memory.min_gpus_by_recompute["selective"]
+        if self.job.recompute == "auto" and selective is not None:
+            # the first count that fits without full recomputation: a third less compute from there on, often the
+            # cheapest count of the offer, and not always a doubling of the minimum
+            extra += (math.ceil(selective / per_instance),)
         if self.constraints.deadline_hours is not None:
             meet = smallest_meeting(low, high, hours_at, self.constraints.deadline_hours)
             extra += (meet,) if meet is not None else ()
@@ -529,9 +539,8 @@ class _Builder:
                     "scope": est.scope,  # the reasons with their kinds, for the table's footer
                     "mfu_ceiling_binds": ceiling_binds(est),
                 }
-                profile.append(
-                    (n, (hours.low * factor, hours.expected * factor, hours.high * factor, mfu, over, first, labels))
-                )
+                times = (hours.low * factor, hours.expected * factor, hours.high * factor, mfu, over, first)
+                profile.append((n, (*times, est.recompute, labels)))
             self.profiles[key] = profile
         ident = (base["provider"], base["instance_type"], base["region"], base["pricing"], gpu.name, per_instance,
                  base["data_origin"])  # fmt: skip
@@ -542,7 +551,7 @@ class _Builder:
             if timed is None:
                 self.drop(offer, f"x{n}: interruptions (every {1 / (hazard * n) * 60:.0f} min) outpace progress")
                 continue
-            fast, expected, slow, mfu, over, first, labels = timed
+            fast, expected, slow, mfu, over, first, recompute, labels = timed
             if market is None:
                 per_hour = listed_price
                 o = _Option(base, ident, keys, n)
@@ -561,6 +570,7 @@ class _Builder:
             o.wall_low, o.wall_expected, o.wall_high = fast, expected, slow
             o.cost_low, o.cost_expected, o.cost_high = fast * price, expected * price, slow * price
             o.mfu_expected = mfu
+            o.recompute = recompute
             o.spot_overhead = over
             o.spot_overhead_first_order = first
             o.labels = labels

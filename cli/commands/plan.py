@@ -39,7 +39,7 @@ CSV_COLUMNS = [
     # the rest of the JSON's fields, after the columns CSV readers already know: the price's source, when it was
     # observed and in force since, the marketplace listings' countries, and the precision and interruption terms
     "source", "observed_at", "effective_since", "listing_countries", "precision", "added_hours", "spot_overhead",
-    "hazard_source", "fabric", "extrapolated_because", "mfu_ceiling_binds",
+    "hazard_source", "fabric", "extrapolated_because", "mfu_ceiling_binds", "recompute",
 ]  # fmt: skip
 """The CSV holds every field of the JSON's options, flattened: the ``price_*`` fields without their prefix,
 ``wall_hours`` and ``cost_usd`` as ``wall_low`` ... ``cost_high``, lists (regions, countries) space-separated, the
@@ -64,6 +64,8 @@ def _notes(row: dict[str, Any], horizon_days: float, precision: str = "bf16") ->
             notes.append("no on-demand to compare")
     if row["instances"] > 1 and row["fabric"] == "ethernet":
         notes.append("Ethernet")
+    if row["recompute"] == "full":
+        notes.append("full recompute")
     if row["speed_basis"] == "extrapolated":
         notes.append("speed extrapolated")
     return notes
@@ -217,6 +219,7 @@ def plan_command(
         "stack": job.team if mfu is None else None,  # --mfu: no stack class applies
         "measured": str(job.measured) if job.measured is not None else None,
         "mfu": mfu,
+        "recompute": job.recompute,
     }
     if format is Format.json:
         options = [
@@ -246,6 +249,7 @@ def plan_command(
                 "extrapolated_because": r["extrapolated_because"],
                 "mfu_ceiling_binds": r["mfu_ceiling_binds"],
                 "fabric": r["fabric"],
+                "recompute": r["recompute"],
                 "pareto": r["pareto"],
                 "slow": r["slow"],
                 "notes": r["notes"],
@@ -338,6 +342,7 @@ def _print_human(
         scope_line(rows),
         _precision_line(rows, info["precision"]),
         _ethernet_line(rows),
+        _recompute_line(rows, job, mfu_given=info["mfu"] is not None),
         "age: since the source's own time (AWS offer-file publication, a recording's declared vintage, else when "
         "observed)" + ("; " + "; ".join(marks) + " (fixtures/<provider>/README.md)" if marks else ""),
         "--all-counts for every instance count, --explain for assumptions, --format json for scripts",
@@ -370,6 +375,24 @@ def _ethernet_line(rows: list[dict[str, Any]]) -> str:
         f"{len(ethernet)} of these rows rent several instances with no cluster network (RDMA) between them "
         "(note 'Ethernet'): their scale-out penalty is a stated guess, no calibration run"
     )
+
+
+def _recompute_line(rows: list[dict[str, Any]], job, mfu_given: bool = False) -> str:
+    """Rows whose job fits only with full activation recomputation (note 'full recompute'), and how their time was
+    charged for it; at 100 columns the notes are hidden."""
+    from optimizer.mfu import RECOMPUTE_FULL
+
+    full = sum(1 for r in rows if r["recompute"] == "full")
+    if not full:
+        return ""
+    if mfu_given:
+        charged = "not charged under --mfu (your MFU is taken to include it)"
+    elif job.measured is not None:
+        charged = "charged against the strategy your measured run is taken to have run (--explain)"
+    else:
+        charged = f"their MFU charged x{RECOMPUTE_FULL:g}"
+    why = "the job fits their GPUs only that way" if job.recompute == "auto" else "as asked (--recompute full)"
+    return f"{full} of these rows recompute every layer's forward pass (note 'full recompute'): {why}, {charged}"
 
 
 def _precision_line(rows: list[dict[str, Any]], precision: str) -> str:
@@ -479,7 +502,7 @@ def _explain(job, wide: bool = False, mfu_given: float | None = None) -> None:
         ("  x mixture-of-experts", f"x{fit.moe:g}", "fitted"),
         (
             "  x full recomputation",
-            f"x{mfu.RECOMPUTE_FULL:g} on the options that run it",
+            f"x{mfu.RECOMPUTE_FULL:g} on the options that run it (note 'full recompute')",
             "arithmetic: 8.N.D of work for 6.N.D; selective's small cost is inside the calibrated base",
         ),
         ("  x V100/T4", f"x{fit.older:g}", "stated: Megatron-LM V100 vs A100 papers"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import subprocess
 import sys
@@ -459,3 +461,40 @@ def test_a_deadline_met_below_the_largest_count_is_found():
     assert hours(512) > 15.0  # the largest count misses
     assert smallest_meeting(1, 512, hours, 15.0) == 100  # 1000/100 + 100/20 = 15; 99 gives 15.05
     assert smallest_meeting(1, 512, hours, 14.0) is None  # the minimum, 14.1 at 141, misses
+
+
+def test_each_option_runs_and_is_charged_the_recomputation_that_fits_its_gpus():
+    """8B at 2,048 tokens on one-GPU A100-80GB instances: 2 GPUs hold it only with full recomputation, 3 without
+    (test_memory.py). The 2-instance option is charged for full recomputation, and 3 instances, not a doubling of
+    the minimum, is tried: from there on the job does a third less work, and it is the offer's cheapest count."""
+    one_gpu = offer(provider="gcp", region="us-central1", instance="a2-ultragpu-1g", count=1, price=5.0)
+    plan = build_plan(JOB, [one_gpu], GPUS, Constraints(max_gpus=8))
+    rows = {r["instances"]: r for r in plan.options}
+    assert sorted(rows) == [2, 3, 4, 8]
+    assert {n: r["recompute"] for n, r in rows.items()} == {2: "full", 3: "selective", 4: "selective", 8: "selective"}
+    a100 = GPUS.resolve("A100-80GB")
+    for n, row in rows.items():
+        est = estimate(JOB, a100, n, gpus_per_node=1, fabric="ethernet")
+        assert est.recompute == row["recompute"] and row["wall_expected"] == pytest.approx(est.wall_hours.expected)
+    full = estimate(Job(JOB.model, JOB.tokens, recompute="full"), a100, 2, gpus_per_node=1, fabric="ethernet")
+    assert rows[2]["wall_expected"] == pytest.approx(full.wall_hours.expected)
+    assert min(plan.options, key=lambda r: r["cost_expected"])["instances"] == 3
+
+
+def test_cli_plan_says_per_option_which_recomputation_it_runs(cli_env):
+    """llama3-70b at 8,192 tokens keeps 186.7 GB of activations per GPU without full recomputation (test_memory.py):
+    every H100 option runs it, says so in its JSON, CSV and notes, and the table and --explain say it was charged."""
+    args = ("plan", "--model", "llama3-70b", "--tokens", "1T", "--gpu", "H100", "--max-gpus", "512", "--top", "3")
+    data = json.loads(run_cli(*args, "-f", "json", env=cli_env).stdout)
+    assert data["job"]["recompute"] == "auto"
+    assert [(o["recompute"], "full recompute" in o["notes"]) for o in data["options"]] == [("full", True)] * 3
+    rows = list(csv.DictReader(io.StringIO(run_cli(*args, "-f", "csv", env=cli_env).stdout)))
+    assert [r["recompute"] for r in rows] == ["full"] * 3
+    text = " ".join(run_cli(*args, "--explain", "--wide", env=cli_env).stdout.split())
+    assert "3 of these rows recompute every layer's forward pass (note 'full recompute'): the job fits their GPUs " \
+        "only that way, their MFU charged x0.75" in text  # fmt: skip
+    assert "--recompute auto: per option, selective where it fits the option's GPUs, else full" in text
+    small = json.loads(
+        run_cli("plan", "--model", "8B", "--tokens", "100B", "--top", "3", "-f", "json", env=cli_env).stdout
+    )
+    assert [o["recompute"] for o in small["options"]] == ["selective"] * 3
