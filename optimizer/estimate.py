@@ -18,7 +18,14 @@ from optimizer import scope as scope_model
 from optimizer.compute import METHODS, Flops, training_flops
 from optimizer.layout import layout
 from optimizer.measured import Measurement
-from optimizer.memory import RECOMPUTE_SETTINGS, MemoryFit, activation_bytes, memory_fit
+from optimizer.memory import (
+    RECOMPUTE_SETTINGS,
+    TENSOR_PARALLEL_LINKS,
+    MemoryFit,
+    activation_bytes,
+    memory_fit,
+    tensor_parallel_reach,
+)
 from optimizer.models import ModelSpec, derived_shape
 from warehouse.errors import UsageError
 from warehouse.gpus import GpuSpec
@@ -52,6 +59,8 @@ class Job:
     # Activation recomputation, for memory and time alike (memory.py): "selective", "full" (every layer's forward
     # pass again, a third more FLOPs) or "auto", the cheapest that fits on the GPUs at hand (memory.choose)
     recompute: str = "auto"
+    # tensor parallelism with sequence parallelism inside one node (memory.py): a degree, or None, auto's choice
+    tensor_parallel: int | None = None
     stack: str = mfu_model.DEFAULT_STACK  # MFU: the software stack and team (mfu.STACKS)
     measured: Measurement | None = None  # MFU: the user's own throughput, in place of the stack class (measured.py)
 
@@ -79,6 +88,8 @@ class Job:
                 f"--recompute must be one of {', '.join(RECOMPUTE_SETTINGS)}, got {self.recompute!r}"
                 + (hint if self.recompute == "none" else "")
             )
+        if self.tensor_parallel is not None and self.tensor_parallel <= 0:
+            raise UsageError(f"--tensor-parallel must be a positive whole number, got {self.tensor_parallel}")
         mfu_model.check_stack(self.stack)
         if self.measured is not None and self.precision == "fp8" and self.measured.gpu.fp8_tflops is None:
             raise UsageError(f"--measured: {self.measured.gpu.name} has no FP8 tensor cores; measure an fp8 job on FP8")
@@ -158,6 +169,11 @@ class Estimate:
         """The recomputation strategy the job runs here, the memory verdict's and the time's: the one asked, or
         --recompute auto's choice for this GPU and count (memory.choose)."""
         return self.memory.recompute
+
+    @property
+    def tensor_parallel(self) -> int:
+        """The tensor-parallel degree of the memory verdict: the one asked, or --tensor-parallel auto's choice."""
+        return self.memory.tensor_parallel
 
     @property
     def given_mfu(self) -> float | None:
@@ -317,7 +333,7 @@ def measured_recompute(job: Job) -> str:
     """The strategy the --measured run is taken to have run: the one asked, or auto's choice on its GPUs."""
     measurement = job.measured
     assert measurement is not None
-    return _fit(job, measurement.gpu, measurement.gpus).recompute
+    return _fit(job, measurement.gpu, measurement.gpus, measured_model.NODE_GPUS).recompute
 
 
 def recompute_means(est: Estimate) -> str:
@@ -330,10 +346,12 @@ def recompute_means(est: Estimate) -> str:
         why = "--recompute auto: the cheapest that fits"
     else:
         selective = est.memory.min_gpus_by_recompute.get("selective")
+        t = est.tensor_parallel
         kept = activation_bytes(job.model, seq_len=job.sequence_length, micro_batch=job.micro_batch,
-                                recompute="selective") / 1e9  # fmt: skip
+                                recompute="selective", tensor_parallel=t) / 1e9  # fmt: skip
+        at = f" even at tensor parallelism {t}" if t > 1 else ""
         why = "--recompute auto: selective " + (
-            f"needs {selective} GPUs" if selective is not None else f"keeps {kept:.1f} GB per GPU, more than fits"
+            f"needs {selective} GPUs" if selective is not None else f"keeps {kept:.1f} GB per GPU{at}, more than fits"
         )
     if est.given_mfu is not None:
         charge = "not charged: the MFU you gave (--mfu) is taken to include it" if strategy == "full" else "no charge"
@@ -346,7 +364,29 @@ def recompute_means(est: Estimate) -> str:
         charge = f"charged: MFU x{mfu_model.RECOMPUTE_FULL:g} (8.N.D FLOPs of work for 6.N.D)"
     else:
         charge = "no charge: its small cost is inside the calibrated MFU"
-    return f"{strategy} recomputation ({RECOMPUTE_KEEPS[strategy]}); {why}; {charge}"
+    return f"{strategy} recomputation ({RECOMPUTE_KEEPS[strategy]}); {why}; {charge}; {tensor_parallel_means(est)}"
+
+
+def tensor_parallel_means(est: Estimate) -> str:
+    """The tensor-parallel degree the memory verdict assumes, why, and why its time is not charged (the estimate's
+    activations line, the JSON's ``tensor_parallel_means``, plan's --explain)."""
+    t, job = est.tensor_parallel, est.job
+    if job.tensor_parallel is not None:
+        why = "as asked (--tensor-parallel)"
+    elif t > 1 and est.recompute == "full" and job.recompute == "auto":
+        why = "--tensor-parallel auto: the largest the node allows, selective fitting at none"
+    elif t > 1:
+        why = "--tensor-parallel auto: the smallest degree at which the activations fit"
+    elif est.gpu.intra_node not in TENSOR_PARALLEL_LINKS:
+        why = f"--tensor-parallel auto: none over {est.gpu.name}'s PCIe (no NVLink)"
+    else:
+        why = "--tensor-parallel auto: not needed"
+    if t == 1:
+        return f"tensor parallelism 1 ({why})"
+    return (
+        f"tensor parallelism {t} inside each node, with sequence parallelism (activations / {t}; {why}); "
+        "no time charged for it: the calibrated MFU comes from published runs at scale that used it"
+    )
 
 
 def assumptions(est: Estimate) -> dict[str, Any]:
@@ -369,6 +409,8 @@ def assumptions(est: Estimate) -> dict[str, Any]:
         "recompute": est.recompute,
         "recompute_asked": job.recompute,
         "recompute_means": recompute_means(est),
+        "tensor_parallel": est.tensor_parallel,
+        "tensor_parallel_asked": job.tensor_parallel,
         "stack": None if given else job.team,
         "stack_means": (
             "no stack class: the MFU is given (--mfu)"
@@ -412,7 +454,8 @@ def assumptions(est: Estimate) -> dict[str, Any]:
         "warnings": list(est.scope.warnings),
         # the plausible range of a stated ROCm factor no whole run checks (CDNA 3), which the MFU band spans; else null
         "software_factor_range": None if given or job.measured is not None else mfu_model.amd_factor_range(est.gpu),
-        "sharding": "ZeRO-3/FSDP across all GPUs of the job",
+        "sharding": "ZeRO-3/FSDP across all GPUs of the job"
+        + (f", tensor parallelism {est.tensor_parallel} inside each node" if est.tensor_parallel > 1 else ""),
     }
 
 
@@ -420,8 +463,30 @@ def assumptions(est: Estimate) -> dict[str, Any]:
 Modelled = Callable[[GpuSpec, int, int, str, str, str], mfu_model.Mfu]
 
 
-def _fit(job: Job, gpu: GpuSpec, gpus: int) -> MemoryFit:
-    """The memory verdict of ``job`` on ``gpus`` x ``gpu``, with the strategy it runs there."""
+def check_tensor_parallel(job: Job, gpu: GpuSpec, gpus: int, gpus_per_node: int) -> None:
+    """Refuse, in one line, a --tensor-parallel degree the node cannot hold: a group must sit inside one node, on a
+    link that carries it (memory.TENSOR_PARALLEL_LINKS), and the job must be whole groups."""
+    t = job.tensor_parallel
+    if t is None or t == 1:
+        return
+    if gpu.intra_node not in TENSOR_PARALLEL_LINKS:
+        raise UsageError(
+            f"--tensor-parallel {t}: {gpu.name} GPUs talk over PCIe inside a node (no NVLink); "
+            "tensor parallelism needs NVLink/NVSwitch or Infinity Fabric: give --tensor-parallel 1 or leave it out"
+        )
+    if gpus_per_node % t:
+        raise UsageError(f"--tensor-parallel {t} does not divide the {gpus_per_node} GPUs per node (--gpus-per-node)")
+    reach = tensor_parallel_reach(gpu.intra_node, gpus_per_node)
+    if t > reach:
+        raise UsageError(f"--tensor-parallel {t}: {gpu.name} GPUs are NVLink-bridged in pairs; at most {reach}")
+    if gpus % t:
+        raise UsageError(f"--tensor-parallel {t} does not divide the job's {gpus} GPUs (--gpus)")
+
+
+def _fit(job: Job, gpu: GpuSpec, gpus: int, gpus_per_node: int) -> MemoryFit:
+    """The memory verdict of ``job`` on ``gpus`` x ``gpu`` in nodes of ``gpus_per_node``, with the strategy and
+    tensor-parallel degree it runs there (a group needs as many GPUs in the job; the minimum counts are over every
+    degree the node allows)."""
     return memory_fit(
         job.model,
         method=job.method,
@@ -430,6 +495,9 @@ def _fit(job: Job, gpu: GpuSpec, gpus: int) -> MemoryFit:
         seq_len=job.sequence_length,
         micro_batch=job.micro_batch,
         recompute=job.recompute,
+        tensor_parallel=job.tensor_parallel,
+        reach=tensor_parallel_reach(gpu.intra_node, gpus_per_node),
+        gpus_per_node=gpus_per_node,
     )
 
 
@@ -540,7 +608,8 @@ def estimate(
     spans_nodes = gpus > per_node
     micro_batch_flops = flops.total / job.tokens * job.sequence_length * job.micro_batch
     link = bandwidth or network_model.default_bandwidth(fabric, per_node)
-    memory = _fit(job, gpu, gpus)
+    check_tensor_parallel(job, gpu, gpus, gpus_per_node)
+    memory = _fit(job, gpu, gpus, gpus_per_node)
     if mfu_override is not None and job.measured is not None:
         raise UsageError("--mfu and --measured both set the MFU: give one of them")
     if mfu_override is not None:

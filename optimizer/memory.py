@@ -17,14 +17,20 @@
   - ``full``: 2 x width bytes per layer (each layer's input) plus one layer's 34 x width while its forward
     pass is recomputed in the backward pass; the recomputation costs time (optimizer.mfu.RECOMPUTE_FULL).
 
-  The paper's figures divide by the tensor-parallel degree t (with sequence parallelism); costopt shards
-  with ZeRO-3/FSDP and no tensor or sequence parallelism (t = 1), so each data-parallel rank holds its own
-  micro-batch's activations whole, and no GPU count lowers them. A Megatron job with tensor parallelism can
-  keep selective where costopt says only full fits. The output logits add 4 B x vocabulary per token (FP32
-  for the loss), whatever the strategy.
-* Which strategy a job runs (``choose``): the one asked, or with ``auto`` the cheapest that fits:
-  selective where it fits, else full. Selective is never slower than full and its cost is inside the
-  calibrated MFU, so the choice is by memory alone; estimate charges the time of the strategy chosen here.
+  The output logits add 4 B x vocabulary per token (FP32 for the loss), whatever the strategy.
+* Tensor parallelism t inside one node, with sequence parallelism (Megatron-LM, NeMo, torchtitan; Llama 3
+  trained with t = 8): the paper's table 2 divides selective's 34.s.b.h by t, and its section 4 the logits'
+  4.s.b.v (vocabulary-parallel loss); full recomputation's 2.s.b.h per layer stays whole, as in the
+  paper's table (the layer being recomputed is divided by t). Model and optimizer states are sharded
+  over all the job's GPUs either way (tensor shards, then ZeRO-3/FSDP over the data-parallel ranks).
+  Only where the node's GPUs talk over NVLink/NVSwitch or AMD's Infinity Fabric mesh (``TENSOR_PARALLEL_LINKS``;
+  an NVLink bridge joins pairs, so t <= 2 there); over PCIe the per-layer all-reduces of tensor
+  parallelism would cost more than the memory they save, so t = 1.
+* Which strategy and t a job runs (``choose``): the ones asked, or with ``auto`` the cheapest that fits:
+  selective at the smallest t (1, 2, 4, 8 up to the node) that fits, else full at the largest t allowed.
+  Selective is never slower than full and its cost is inside the calibrated MFU, so the choice is by memory
+  alone; estimate charges the time of the strategy chosen here, and nothing for t (calibrated runs at scale
+  used it).
 * Usable memory is 90 % of the card: the CUDA context, NCCL buffers and allocator fragmentation
   take the rest.
 """
@@ -48,6 +54,8 @@ LAYER_BYTES = 34.0  # every tensor one layer keeps for its backward pass, attent
 LOGIT_BYTES = 4.0
 # --recompute: a strategy of RECOMPUTE, or "auto", the cheapest that fits (``choose``); auto is the default
 RECOMPUTE_SETTINGS = ("auto", *RECOMPUTE)
+# node links that carry tensor parallelism, and how many GPUs one group spans (None: the whole node)
+TENSOR_PARALLEL_LINKS: dict[str, int | None] = {"nvlink": None, "infinity_fabric": None, "nvlink_pair": 2}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +69,9 @@ class MemoryFit:
     fits: bool
     reason: str
     recompute: str = "selective"  # the strategy these figures are for: the one asked, or auto's choice
-    # the fewest GPUs each strategy needs (None: it never fits)
+    # the fewest GPUs each strategy needs (None: it never fits), at any tensor-parallel degree allowed
     min_gpus_by_recompute: dict[str, int | None] = field(default_factory=dict)
+    tensor_parallel: int = 1  # the tensor-parallel degree these figures are for: the one asked, or auto's choice
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,40 +82,76 @@ def state_bytes(model: ModelSpec, method: str) -> float:
     return model.total_params * (STATE_BYTES_PER_PARAM[method] + adapters)
 
 
-def activation_bytes(model: ModelSpec, *, seq_len: int, micro_batch: int, recompute: str) -> float:
-    """One GPU's activations for one micro-batch with a recomputation strategy of ``RECOMPUTE``."""
+def activation_bytes(
+    model: ModelSpec, *, seq_len: int, micro_batch: int, recompute: str, tensor_parallel: int = 1
+) -> float:
+    """One GPU's activations for one micro-batch with a recomputation strategy of ``RECOMPUTE``, in a
+    tensor-parallel group of ``tensor_parallel`` GPUs with sequence parallelism (1: none)."""
     tokens = seq_len * micro_batch
+    t = tensor_parallel
     if recompute == "full":
-        per_token = model.hidden * (model.layers * LAYER_INPUT_BYTES + LAYER_BYTES)
+        per_token = model.hidden * (model.layers * LAYER_INPUT_BYTES + LAYER_BYTES / t)
     elif recompute == "selective":
-        per_token = model.hidden * model.layers * LAYER_BYTES
+        per_token = model.hidden * model.layers * LAYER_BYTES / t
     else:
         raise ValueError(f"activation_bytes: recompute must be one of {', '.join(RECOMPUTE)}, got {recompute!r}")
-    return tokens * (per_token + LOGIT_BYTES * model.vocab)
+    return tokens * (per_token + LOGIT_BYTES * model.vocab / t)
 
 
-def _min_gpus(states: float, activations: float, usable: float) -> int | None:
+def tensor_parallel_reach(intra_node: str, gpus_per_node: int) -> int:
+    """The largest tensor-parallel degree a node's GPU link carries (1: none, PCIe)."""
+    if intra_node not in TENSOR_PARALLEL_LINKS:
+        return 1
+    group = TENSOR_PARALLEL_LINKS[intra_node]
+    return gpus_per_node if group is None else min(group, gpus_per_node)
+
+
+def tensor_parallel_ladder(reach: int, gpus_per_node: int) -> tuple[int, ...]:
+    """The degrees auto tries: 1, 2, 4, 8 ... up to ``reach``, each dividing the node."""
+    return tuple(t for t in (2**k for k in range(11)) if t <= reach and gpus_per_node % t == 0)
+
+
+def _min_gpus(states: float, activations: float, usable: float, t: int) -> int | None:
+    """The fewest GPUs, whole tensor-parallel groups of ``t``, that hold ``states`` with ``activations`` each."""
     room = usable - activations
-    return math.ceil(states / room) if room > 0 else None
+    return t * max(1, math.ceil(states / room / t)) if room > 0 else None
 
 
-def choose(recompute: str, gpus: int, min_gpus: dict[str, int | None]) -> str:
-    """The strategy a job runs on ``gpus``: the one asked, or for ``auto`` the cheapest that fits there.
+Need = dict[tuple[str, int], int | None]  # (strategy, tensor-parallel degree) -> the fewest GPUs (None: never)
 
-    Selective is never slower than full (full runs every layer's forward pass twice), so auto takes selective
-    wherever it fits. Where it does not, auto answers with the strategy that needs the fewest GPUs (full, but for a
-    one-layer model, where keeping the layer's input too makes full keep more), so that the verdict's minimum
-    count and the time shown belong to the same strategy.
+
+def choose(recompute: str, gpus: int, need: Need, degrees: tuple[int, ...]) -> tuple[str, int]:
+    """The strategy and tensor-parallel degree a job runs on ``gpus``, ``degrees`` being the degrees allowed there
+    (the one asked, or auto's ladder), ascending.
+
+    Selective is never slower than full (full runs every layer's forward pass twice), so auto takes selective at
+    the smallest degree where it fits (the least tensor parallelism: its communication is not charged, so it is
+    not spent where it is not needed); where it fits at none, full at the largest degree, what a team that has
+    the node's tensor parallelism runs. An asked strategy runs at its smallest degree that fits. Where nothing
+    fits, auto answers with the strategy that needs the fewest GPUs (full, but for a one-layer model, where keeping
+    the layer's input too makes full keep more), so that the verdict's minimum count and the time shown belong to
+    the same strategy.
     """
+    strategies = RECOMPUTE if recompute == "auto" else (recompute,)
+
+    def fits(s: str, t: int) -> bool:
+        n = need[(s, t)]
+        return n is not None and gpus >= n
+
+    for s in strategies:
+        ladder = degrees[::-1] if recompute == "auto" and s == "full" else degrees
+        for t in ladder:
+            if fits(s, t):
+                return s, t
     if recompute != "auto":
-        return recompute
-    selective = min_gpus["selective"]
-    if selective is not None and gpus >= selective:
-        return "selective"
-    full = min_gpus["full"]
-    if selective is not None and (full is None or selective <= full):
-        return "selective"
-    return "full"
+        return recompute, degrees[-1]
+
+    def fewest(s: str) -> int | None:
+        return min((n for t in degrees if (n := need[(s, t)]) is not None), default=None)
+
+    selective, full = fewest("selective"), fewest("full")
+    strategy = "selective" if selective is not None and (full is None or selective <= full) else "full"
+    return strategy, degrees[-1]
 
 
 def memory_fit(
@@ -118,29 +163,44 @@ def memory_fit(
     seq_len: int,
     micro_batch: int = 1,
     recompute: str = "auto",
+    tensor_parallel: int | None = None,
+    reach: int = 1,
+    gpus_per_node: int = 1,
 ) -> MemoryFit:
     """The memory verdict of ``gpus`` GPUs of ``gpu_memory_gb``, with the recomputation strategy ``recompute``
-    (``RECOMPUTE_SETTINGS``): the figures are those of the strategy the job runs there (``choose``)."""
+    (``RECOMPUTE_SETTINGS``) and the tensor-parallel degree ``tensor_parallel`` (None: auto, among the ladder up to
+    ``reach``, what the node's link carries, on nodes of ``gpus_per_node``): the figures are those of the strategy
+    and degree the job runs there (``choose``); the minimum counts are over every degree allowed."""
     if recompute not in RECOMPUTE_SETTINGS:
         raise ValueError(f"memory_fit: recompute must be one of {', '.join(RECOMPUTE_SETTINGS)}, got {recompute!r}")
     states = state_bytes(model, method)
     usable = gpu_memory_gb * 1e9 * USABLE_FRACTION
-    kept = {s: activation_bytes(model, seq_len=seq_len, micro_batch=micro_batch, recompute=s) for s in RECOMPUTE}
-    need = {s: _min_gpus(states, kept[s], usable) for s in RECOMPUTE}
-    strategy = choose(recompute, gpus, need)
-    activations = kept[strategy]
+    allowed = (tensor_parallel,) if tensor_parallel is not None else tensor_parallel_ladder(reach, gpus_per_node)
+    here = tuple(t for t in allowed if gpus % t == 0) or allowed[:1]  # whole groups of this job's GPUs
+    kept = {
+        (s, t): activation_bytes(model, seq_len=seq_len, micro_batch=micro_batch, recompute=s, tensor_parallel=t)
+        for s in RECOMPUTE
+        for t in allowed
+    }
+    need: Need = {key: _min_gpus(states, kept[key], usable, key[1]) for key in kept}
+    strategy, t = choose(recompute, gpus, need, here)
+    activations = kept[(strategy, t)]
     per_gpu = states / gpus + activations
-    allowed = [need[s] for s in (RECOMPUTE if recompute == "auto" else (strategy,))]
-    min_gpus = min((n for n in allowed if n is not None), default=None)
+    by_recompute = {s: min((n for u in allowed if (n := need[(s, u)]) is not None), default=None) for s in RECOMPUTE}
+    min_gpus = min(
+        (n for s in (RECOMPUTE if recompute == "auto" else (strategy,)) if (n := by_recompute[s]) is not None),
+        default=None,
+    )
     gb = 1e9
-    needed = need[strategy]
+    needed = need[(strategy, t)]
     fits = needed is not None and gpus >= needed
+    tp = f" and tensor parallelism {t}" if t > 1 else ""
     if min_gpus is None:
         even = ", even with full recomputation" if strategy == "full" else ""
         reason = (
-            f"one micro-batch's activations ({activations / gb:.1f} GB at seq-len {seq_len} x {micro_batch}{even}) "
+            f"one micro-batch's activations ({activations / gb:.1f} GB at seq-len {seq_len} x {micro_batch}{even}{tp}) "
             f"exceed the {usable / gb:.0f} GB usable per GPU; lower --seq-len or --micro-batch"
-            + (", or --recompute full or auto" if strategy == "selective" and need["full"] is not None else "")
+            + (", or --recompute full or auto" if strategy == "selective" and by_recompute["full"] is not None else "")
         )
     elif fits:
         reason = f"{per_gpu / gb:.1f} GB per GPU of {usable / gb:.0f} GB usable"
@@ -151,7 +211,7 @@ def memory_fit(
             f"at least {min_gpus} GPUs with {gpu_memory_gb:g} GB"
         )
     if min_gpus is not None:
-        reason += f", with {strategy} recomputation"
+        reason += f", with {strategy} recomputation{tp}"
     return MemoryFit(
         total_gb=states / gb,
         per_gpu_gb=per_gpu / gb,
@@ -160,5 +220,6 @@ def memory_fit(
         fits=fits,
         reason=reason,
         recompute=strategy,
-        min_gpus_by_recompute=need,
+        min_gpus_by_recompute=by_recompute,
+        tensor_parallel=t,
     )

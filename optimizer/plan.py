@@ -55,7 +55,7 @@ INTERRUPTIBLE = ("spot", "interruptible")
 # an option's labels from its estimate, merged into its row: speed_basis (calibrated, extrapolated: outside what the
 # calibration covers, optimizer/scope.py; given: --mfu), extrapolated_because, scope, mfu_ceiling_binds
 Labels = dict[str, Any]
-Timed = tuple[float, float, float, float, float, float, str, Labels]  # wall times, MFU, overheads, recompute, labels
+Timed = tuple[float, float, float, float, float, float, str, int, Labels]  # times, MFU, overheads, recompute, t, labels
 
 
 class NoOptions(CostoptError):
@@ -94,7 +94,7 @@ OPTION_COLUMNS = [
     "listings", "market_basis",
     "wall_low", "wall_expected", "wall_high", "cost_low", "cost_expected", "cost_high",
     "mfu_expected", "spot_overhead", "spot_overhead_first_order", "hazard_source", "fabric", "speed_basis",
-    "extrapolated_because", "mfu_ceiling_binds", "recompute",
+    "extrapolated_because", "mfu_ceiling_binds", "recompute", "tensor_parallel",
 ]  # fmt: skip
 
 
@@ -276,6 +276,7 @@ class _Option:
         "slow",
         "spot_overhead",
         "spot_overhead_first_order",
+        "tensor_parallel",
         "twin",
         "usd_per_gpu_hour",
         "usd_per_instance_hour",
@@ -308,6 +309,7 @@ class _Option:
     cost_high: float
     mfu_expected: float
     recompute: str  # the activation recomputation the option runs and is charged for (memory.choose)
+    tensor_parallel: int  # the tensor-parallel degree of its memory verdict (memory.choose; no time charged)
     spot_overhead: float
     spot_overhead_first_order: float
     on_demand_cost_usd: float | None
@@ -349,6 +351,7 @@ class _Option:
             "cost_high": self.cost_high,
             "mfu_expected": self.mfu_expected,
             "recompute": self.recompute,
+            "tensor_parallel": self.tensor_parallel,
             "spot_overhead": self.spot_overhead,
             "spot_overhead_first_order": self.spot_overhead_first_order,
             "on_demand_cost_usd": self.on_demand_cost_usd,
@@ -540,7 +543,7 @@ class _Builder:
                     "mfu_ceiling_binds": ceiling_binds(est),
                 }
                 times = (hours.low * factor, hours.expected * factor, hours.high * factor, mfu, over, first)
-                profile.append((n, (*times, est.recompute, labels)))
+                profile.append((n, (*times, est.recompute, est.tensor_parallel, labels)))
             self.profiles[key] = profile
         ident = (base["provider"], base["instance_type"], base["region"], base["pricing"], gpu.name, per_instance,
                  base["data_origin"])  # fmt: skip
@@ -551,7 +554,7 @@ class _Builder:
             if timed is None:
                 self.drop(offer, f"x{n}: interruptions (every {1 / (hazard * n) * 60:.0f} min) outpace progress")
                 continue
-            fast, expected, slow, mfu, over, first, recompute, labels = timed
+            fast, expected, slow, mfu, over, first, recompute, tensor_parallel, labels = timed
             if market is None:
                 per_hour = listed_price
                 o = _Option(base, ident, keys, n)
@@ -571,6 +574,7 @@ class _Builder:
             o.cost_low, o.cost_expected, o.cost_high = fast * price, expected * price, slow * price
             o.mfu_expected = mfu
             o.recompute = recompute
+            o.tensor_parallel = tensor_parallel
             o.spot_overhead = over
             o.spot_overhead_first_order = first
             o.labels = labels

@@ -67,6 +67,15 @@ RecomputeOption = Annotated[
         show_default=False,
     ),
 ]
+TensorParallelOption = Annotated[
+    str,
+    typer.Option(
+        "--tensor-parallel",
+        help="Tensor parallelism with sequence parallelism inside one node, for the memory verdict (activations / N): "
+        "auto (default: none where the activations fit, else the smallest of 2, 4, 8 up to the node that fits; "
+        "NVLink/Infinity Fabric GPUs only) | N, dividing --gpus-per-node. No time charged.",
+    ),
+]
 StackOption = Annotated[
     str | None,
     typer.Option(
@@ -104,6 +113,7 @@ def build_job(
     recompute: str = "auto",
     stack: str | None = None,
     measured: str | None = None,
+    tensor_parallel: str = "auto",
 ) -> Job:
     """The job the model options describe; shared by ``estimate`` and ``plan``. ``stack`` None: the default class."""
     from optimizer import mfu as mfu_model
@@ -120,9 +130,21 @@ def build_job(
         seq_len=seq_len,
         micro_batch=micro_batch,
         recompute=recompute,
+        tensor_parallel=tensor_parallel_setting(tensor_parallel),
         stack=stack if stack is not None else mfu_model.DEFAULT_STACK,
         measured=parse_measurement(measured) if measured is not None else None,
     )
+
+
+def tensor_parallel_setting(text: str) -> int | None:
+    """--tensor-parallel: ``auto`` (None) or a whole number; whether the node holds it is the estimate's check."""
+    from warehouse.errors import UsageError
+
+    if text == "auto":
+        return None
+    if not text.isdigit() or int(text) <= 0:
+        raise UsageError(f"--tensor-parallel must be auto or a positive whole number, got {text!r}")
+    return int(text)
 
 
 def recompute_setting(recompute: str | None, checkpointing: bool, no_checkpointing: bool) -> str:
@@ -176,6 +198,7 @@ def estimate_command(
     checkpointing: CheckpointOption = False,
     no_checkpointing: NoCheckpointOption = False,
     recompute: RecomputeOption = None,
+    tensor_parallel: TensorParallelOption = "auto",
     stack: StackOption = None,
     measured: MeasuredOption = None,
     mfu: MfuOption = None,
@@ -198,7 +221,9 @@ def estimate_command(
 
     setting = recompute_setting(recompute, checkpointing, no_checkpointing)
     stack = stack_class(stack, mfu)
-    job = build_job(model, tokens, active_params, method, precision, seq_len, micro_batch, setting, stack, measured)
+    job = build_job(
+        model, tokens, active_params, method, precision, seq_len, micro_batch, setting, stack, measured, tensor_parallel
+    )
     refuse_less_than_a_step(job, gpus)
     est = estimate(job, catalog().resolve(gpu), gpus, gpus_per_node=gpus_per_node, fabric=fabric, mfu_override=mfu)
     refuse_absurd_wall_time(est.wall_hours.expected, on=f"on {gpus} x {est.gpu.name}", remedy="or give more --gpus")

@@ -39,7 +39,7 @@ CSV_COLUMNS = [
     # the rest of the JSON's fields, after the columns CSV readers already know: the price's source, when it was
     # observed and in force since, the marketplace listings' countries, and the precision and interruption terms
     "source", "observed_at", "effective_since", "listing_countries", "precision", "added_hours", "spot_overhead",
-    "hazard_source", "fabric", "extrapolated_because", "mfu_ceiling_binds", "recompute",
+    "hazard_source", "fabric", "extrapolated_because", "mfu_ceiling_binds", "recompute", "tensor_parallel",
 ]  # fmt: skip
 """The CSV holds every field of the JSON's options, flattened: the ``price_*`` fields without their prefix,
 ``wall_hours`` and ``cost_usd`` as ``wall_low`` ... ``cost_high``, lists (regions, countries) space-separated, the
@@ -66,6 +66,8 @@ def _notes(row: dict[str, Any], horizon_days: float, precision: str = "bf16") ->
         notes.append("Ethernet")
     if row["recompute"] == "full":
         notes.append("full recompute")
+    if row["tensor_parallel"] > 1:
+        notes.append(f"TP{row['tensor_parallel']}")
     if row["speed_basis"] == "extrapolated":
         notes.append("speed extrapolated")
     return notes
@@ -250,6 +252,7 @@ def plan_command(
                 "mfu_ceiling_binds": r["mfu_ceiling_binds"],
                 "fabric": r["fabric"],
                 "recompute": r["recompute"],
+                "tensor_parallel": r["tensor_parallel"],
                 "pareto": r["pareto"],
                 "slow": r["slow"],
                 "notes": r["notes"],
@@ -596,7 +599,15 @@ def _activations_row(job) -> tuple[str, str, str]:
         value = f"--recompute auto: per option, selective where it fits the option's GPUs, else full ({keeps})"
     else:
         value = f"--recompute {job.recompute} on every option ({RECOMPUTE_KEEPS[job.recompute]})"
-    source = "Korthikanti et al. 2022 (arXiv:2205.05198) with fused attention; no tensor parallelism (ZeRO-3/FSDP)"
+    value += (
+        "; tensor parallelism with sequence parallelism inside the instance (note 'TPn'): none where the "
+        "activations fit, else the smallest of 2, 4, 8 that fits, on NVLink/Infinity Fabric GPUs only; no time "
+        "charged for it (the calibrated MFU comes from published runs at scale that used it)"
+    )
+    source = (
+        "Korthikanti et al. 2022 (arXiv:2205.05198) with fused attention, activations / t with tensor and sequence "
+        "parallelism; states sharded ZeRO-3/FSDP over all GPUs"
+    )
     if job.measured is not None:
         source += f"; your measured run taken to have run {measured_recompute(job)}"
     return ("activations", value, source)

@@ -170,8 +170,9 @@ def test_memory_qlora_fits_a_consumer_card_and_full_does_not():
 
 
 def test_too_few_gpus_is_an_answer_not_an_error():
-    est = estimate(Job(resolve_model("llama3-70b"), 1e12), GPUS.resolve("H100"), 8)
-    # states 16 B x 70.6e9; activations at seq 8192: 8192 x (8192 x (80 x 2 + 34) + 4 x 128256) B = 17.2 GB
+    est = estimate(Job(resolve_model("llama3-70b"), 1e12, tensor_parallel=1), GPUS.resolve("H100"), 8)
+    # without tensor parallelism: states 16 B x 70.6e9; activations at seq 8192:
+    # 8192 x (8192 x (80 x 2 + 34) + 4 x 128256) B = 17.2 GB
     activations = 8192 * (8192 * (80 * 2 + 34) + 4 * 128256) / 1e9
     assert est.memory.activations_gb == pytest.approx(activations)
     assert not est.memory.fits and est.memory.min_gpus == math.ceil(16 * 70.6 / (72 - activations)) == 21
@@ -545,7 +546,20 @@ def test_the_json_says_where_the_mfu_ceiling_binds(gpu, extra, ceiling, binds):
 
 
 def test_cli_says_which_recomputation_the_job_runs_and_that_its_time_was_charged():
-    args = ("estimate", "--model", "llama3-70b", "--tokens", "1T", "--gpu", "H100", "--gpus", "64")
+    # without tensor parallelism (ZeRO-3/FSDP only) 70B at 8,192 tokens fits 64 H100 only with full recomputation
+    args = (
+        "estimate",
+        "--model",
+        "llama3-70b",
+        "--tokens",
+        "1T",
+        "--gpu",
+        "H100",
+        "--gpus",
+        "64",
+        "--tensor-parallel",
+        "1",
+    )
     data = json.loads(run_cli(*args, "--format", "json").stdout)
     assumptions = data["assumptions"]
     assert (assumptions["recompute"], assumptions["recompute_asked"], data["memory"]["recompute"]) == (

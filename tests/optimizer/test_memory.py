@@ -62,18 +62,19 @@ def test_an_asked_strategy_is_kept_even_where_it_does_not_fit():
 
 
 def test_one_layer_auto_never_picks_full_which_keeps_more():
-    assert choose("auto", 1, {"selective": 5, "full": 6}) == "selective"
-    assert choose("auto", 1, {"selective": 5, "full": None}) == "selective"
-    assert choose("auto", 1, {"selective": None, "full": None}) == "full"
+    one = (1,)
+    assert choose("auto", 1, {("selective", 1): 5, ("full", 1): 6}, one) == ("selective", 1)
+    assert choose("auto", 1, {("selective", 1): 5, ("full", 1): None}, one) == ("selective", 1)
+    assert choose("auto", 1, {("selective", 1): None, ("full", 1): None}, one) == ("full", 1)
 
 
-def test_the_audit_case_is_charged_the_recomputation_its_memory_needs():
-    """llama3-70b x 1T on 64 H100: selective keeps 186.7 GB per GPU, so the job fits only with full recomputation,
-    and its time is that of full recomputation (x6/8 MFU): 370 days, not 278."""
+def test_the_audit_case_without_tensor_parallelism_is_charged_the_recomputation_its_memory_needs():
+    """llama3-70b x 1T on 64 H100 with --tensor-parallel 1 (ZeRO-3/FSDP only): selective keeps 186.7 GB per GPU, so
+    the job fits only with full recomputation, and its time is that of full recomputation (x6/8 MFU): 370 days."""
     h100 = GPUS.resolve("H100")
-    default = estimate(Job(LLAMA70, 1e12), h100, 64)
-    full = estimate(Job(LLAMA70, 1e12, recompute="full"), h100, 64)
-    selective = estimate(Job(LLAMA70, 1e12, recompute="selective"), h100, 64)
+    default = estimate(Job(LLAMA70, 1e12, tensor_parallel=1), h100, 64)
+    full = estimate(Job(LLAMA70, 1e12, recompute="full", tensor_parallel=1), h100, 64)
+    selective = estimate(Job(LLAMA70, 1e12, recompute="selective", tensor_parallel=1), h100, 64)
     assert default.recompute == "full" and default.memory.fits
     assert default.mfu.expected == pytest.approx(full.mfu.expected)
     assert default.mfu.expected == pytest.approx(selective.mfu.expected * mfu_model.RECOMPUTE_FULL)
@@ -93,12 +94,13 @@ def test_the_time_is_charged_for_the_strategy_the_memory_verdict_uses(model, gpu
 
 
 def test_measured_carries_the_recomputation_from_the_measured_setup_to_the_target():
-    """A throughput measured where only full recomputation fits (8B on 2 A100-80GB) carried to 8 GPUs, where
-    selective fits, gains the recomputation back: the transfer is 8/6 of the one with full on both sides."""
+    """A throughput measured where only full recomputation fits (8B on 2 A100-80GB, no tensor parallelism) carried
+    to 8 GPUs, where selective fits, gains the recomputation back: the transfer is 8/6 of the one with full on both
+    sides."""
     a100 = GPUS.resolve("A100-80GB")
     measured = parse_measurement("3100@2xA100-80GB")
-    auto = estimate(Job(B8, 1e11, measured=measured), a100, 8)
-    both = estimate(Job(B8, 1e11, measured=measured, recompute="full"), a100, 8)
+    auto = estimate(Job(B8, 1e11, measured=measured, tensor_parallel=1), a100, 8)
+    both = estimate(Job(B8, 1e11, measured=measured, recompute="full", tensor_parallel=1), a100, 8)
     assert auto.recompute == "selective" and both.recompute == "full"
     assert auto.factors["transfer"] == pytest.approx(both.factors["transfer"] / mfu_model.RECOMPUTE_FULL)
 

@@ -363,7 +363,7 @@ def test_cli_spot_keeps_the_baseline_and_the_readme_examples_run(cli_env):
         assert o["on_demand_cost_usd"] is not None
         assert o["savings_usd"] == pytest.approx(max(o["on_demand_cost_usd"] - o["cost_usd"]["expected"], 0.0))
     big = run_cli("plan", "--model", "llama3-70b", "--tokens", "1T", "--gpu", "H100", "--deadline", "14d",
-                  "--max-gpus", "2048", "--budget", "2500000", "--format", "json", env=cli_env)  # fmt: skip
+                  "--max-gpus", "2048", "--budget", "2000000", "--format", "json", env=cli_env)  # fmt: skip
     assert big.returncode == 0, big.stderr
     first = json.loads(big.stdout)["options"][0]
     assert first["wall_hours"]["expected"] <= 14 * 24 and first["gpus_per_instance"] * first["instances"] <= 2048
@@ -483,17 +483,26 @@ def test_each_option_runs_and_is_charged_the_recomputation_that_fits_its_gpus():
 
 def test_cli_plan_says_per_option_which_recomputation_it_runs(cli_env):
     """llama3-70b at 8,192 tokens keeps 186.7 GB of activations per GPU without full recomputation (test_memory.py):
-    every H100 option runs it, says so in its JSON, CSV and notes, and the table and --explain say it was charged."""
-    args = ("plan", "--model", "llama3-70b", "--tokens", "1T", "--gpu", "H100", "--max-gpus", "512", "--top", "3")
+    every L40S option (PCIe: no tensor parallelism) runs it, says so in its JSON, CSV and notes, and the table and
+    --explain say it was charged. On H100 nodes (NVLink) tensor parallelism 4 keeps selective (test_tensor_parallel.py):
+    the options say which degree."""
+    args = ("plan", "--model", "llama3-70b", "--tokens", "1T", "--gpu", "L40S", "--max-gpus", "512", "--top", "3")
     data = json.loads(run_cli(*args, "-f", "json", env=cli_env).stdout)
     assert data["job"]["recompute"] == "auto"
     assert [(o["recompute"], "full recompute" in o["notes"]) for o in data["options"]] == [("full", True)] * 3
+    assert [o["tensor_parallel"] for o in data["options"]] == [1] * 3
     rows = list(csv.DictReader(io.StringIO(run_cli(*args, "-f", "csv", env=cli_env).stdout)))
     assert [r["recompute"] for r in rows] == ["full"] * 3
     text = " ".join(run_cli(*args, "--explain", "--wide", env=cli_env).stdout.split())
     assert "3 of these rows recompute every layer's forward pass (note 'full recompute'): the job fits their GPUs " \
         "only that way, their MFU charged x0.75" in text  # fmt: skip
     assert "--recompute auto: per option, selective where it fits the option's GPUs, else full" in text
+    assert "else the smallest of 2, 4, 8 that fits, on NVLink/Infinity Fabric GPUs only; no time charged" in text
+    h100 = ("plan", "--model", "llama3-70b", "--tokens", "1T", "--gpu", "H100", "--max-gpus", "512", "--top", "3")
+    nvlink = json.loads(run_cli(*h100, "-f", "json", env=cli_env).stdout)["options"]
+    assert [(o["recompute"], o["tensor_parallel"], "TP4" in o["notes"]) for o in nvlink] == [("selective", 4, True)] * 3
+    rows = list(csv.DictReader(io.StringIO(run_cli(*h100, "-f", "csv", env=cli_env).stdout)))
+    assert [r["tensor_parallel"] for r in rows] == ["4"] * 3
     small = json.loads(
         run_cli("plan", "--model", "8B", "--tokens", "100B", "--top", "3", "-f", "json", env=cli_env).stdout
     )
