@@ -41,8 +41,11 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from optimizer.mfu import RECOMPUTE
 from optimizer.models import ModelSpec
+
+# the activation recomputation strategies (mfu.py charges full x6/8); defined here, the lower module, since mfu
+# imports network, which imports this module
+RECOMPUTE = ("selective", "full")
 
 LORA_TRAINABLE_FRACTION = 0.005  # rank-16 adapters on every linear layer of a Llama-class model
 STATE_BYTES_PER_PARAM = {"full": 16.0, "lora": 2.0, "qlora": 0.56}

@@ -118,6 +118,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from optimizer import memory as memory_model
 from optimizer import network as network_model
 from warehouse.errors import UsageError
 from warehouse.gpus import GpuSpec
@@ -128,7 +129,7 @@ SMALL_EXPONENT = 1.0  # llm-foundry's A100 and H100 tables (125M-70B): overhead 
 PCIE_PENALTY = 0.12
 NODE_PENALTY = {"rdma": 0.01, "ethernet": 0.15}  # Ethernet: no calibration run, a stated guess
 RECOMPUTE_FULL = 6 / 8  # full activation recomputation: one more forward pass, 8.N.D FLOPs for 6.N.D of model work
-RECOMPUTE = ("selective", "full")
+RECOMPUTE = memory_model.RECOMPUTE  # the strategies (optimizer/memory.py)
 QLORA = 0.70
 OLDER_ARCHITECTURES = ("Volta", "Turing")  # no FlashAttention-2, no bf16
 # How a calibration run computed attention (its ``attention`` column): "fused" (FlashAttention, xFormers, PyTorch SDPA,
