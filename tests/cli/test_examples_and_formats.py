@@ -294,12 +294,12 @@ def test_estimate_csv_is_the_json_flattened_with_the_memory_verdict(extra):
     assert got == {key: _csv_cell(value) for key, value in flat.items()}
     assert (got["memory.fits"], got["memory.min_gpus"], got["gpu"], got["flops"]) == (
         "false",
-        "20",  # with full recomputation, the only strategy that fits (21 before the one recomputation choice)
+        "18",  # full recomputation on 80 GiB cards (21 before the one recomputation choice, 20 on 80e9-byte cards)
         "H100-SXM",
         "4.817e+23",
     )
     assert got["memory.reason"] == (
-        "needs 1146.8 GB per GPU on 1 GPU, 72 GB usable: at least 20 GPUs with 80 GB, with full recomputation"
+        "needs 1146.8 GB per GPU on 1 GPU, 77 GB usable: at least 18 GPUs with 80 GB, with full recomputation"
     )
 
 

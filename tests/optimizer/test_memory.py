@@ -37,20 +37,21 @@ def test_activations_per_strategy_by_hand():
 
 
 def test_auto_keeps_every_activation_where_it_fits_and_recomputes_where_only_that_fits():
-    # 8B at 2,048 tokens on 80 GB cards (72 usable): states 128 GB; selective keeps 10.9 GB per GPU, so it needs
-    # ceil(128 / 61.1) = 3 GPUs; full keeps 1.19 GB and needs ceil(128 / 70.8) = 2
+    # 8B at 2,048 tokens on 40 GiB cards (90 %: 38.65 GB usable): states 128 GB; selective keeps 10.9 GB per GPU, so
+    # it needs ceil(128 / 27.8) = 5 GPUs; full keeps 1.19 GB and needs ceil(128 / 37.5) = 4
+    usable = 40 * 2**30 * 0.9
     selective = activation_bytes(B8, seq_len=2048, micro_batch=1, recompute="selective")
     full = activation_bytes(B8, seq_len=2048, micro_batch=1, recompute="full")
-    need = {"selective": math.ceil(128e9 / (72e9 - selective)), "full": math.ceil(128e9 / (72e9 - full))}
-    assert need == {"selective": 3, "full": 2}
-    two = memory_fit(B8, method="full", gpu_memory_gb=80, gpus=2, seq_len=2048)
-    three = memory_fit(B8, method="full", gpu_memory_gb=80, gpus=3, seq_len=2048)
-    assert (two.recompute, two.fits, two.activations_gb) == ("full", True, pytest.approx(full / 1e9))
-    assert (three.recompute, three.fits, three.activations_gb) == ("selective", True, pytest.approx(selective / 1e9))
-    assert two.min_gpus == three.min_gpus == 2 and two.min_gpus_by_recompute == need
-    one = memory_fit(B8, method="full", gpu_memory_gb=80, gpus=1, seq_len=2048)  # neither fits: full needs fewer
-    assert (one.recompute, one.fits, one.min_gpus) == ("full", False, 2)
-    assert "at least 2 GPUs" in one.reason and "full recomputation" in one.reason
+    need = {"selective": math.ceil(128e9 / (usable - selective)), "full": math.ceil(128e9 / (usable - full))}
+    assert need == {"selective": 5, "full": 4}
+    four = memory_fit(B8, method="full", gpu_memory_gb=40, gpus=4, seq_len=2048)
+    five = memory_fit(B8, method="full", gpu_memory_gb=40, gpus=5, seq_len=2048)
+    assert (four.recompute, four.fits, four.activations_gb) == ("full", True, pytest.approx(full / 1e9))
+    assert (five.recompute, five.fits, five.activations_gb) == ("selective", True, pytest.approx(selective / 1e9))
+    assert four.min_gpus == five.min_gpus == 4 and four.min_gpus_by_recompute == need
+    one = memory_fit(B8, method="full", gpu_memory_gb=40, gpus=1, seq_len=2048)  # neither fits: full needs fewer
+    assert (one.recompute, one.fits, one.min_gpus) == ("full", False, 4)
+    assert "at least 4 GPUs" in one.reason and "full recomputation" in one.reason
 
 
 def test_an_asked_strategy_is_kept_even_where_it_does_not_fit():
@@ -94,11 +95,11 @@ def test_the_time_is_charged_for_the_strategy_the_memory_verdict_uses(model, gpu
 
 
 def test_measured_carries_the_recomputation_from_the_measured_setup_to_the_target():
-    """A throughput measured where only full recomputation fits (8B on 2 A100-80GB, no tensor parallelism) carried
+    """A throughput measured where only full recomputation fits (8B on 4 A100-40GB, no tensor parallelism) carried
     to 8 GPUs, where selective fits, gains the recomputation back: the transfer is 8/6 of the one with full on both
     sides."""
-    a100 = GPUS.resolve("A100-80GB")
-    measured = parse_measurement("3100@2xA100-80GB")
+    a100 = GPUS.resolve("A100-40GB")
+    measured = parse_measurement("3100@4xA100-40GB")
     auto = estimate(Job(B8, 1e11, measured=measured, tensor_parallel=1), a100, 8)
     both = estimate(Job(B8, 1e11, measured=measured, recompute="full", tensor_parallel=1), a100, 8)
     assert auto.recompute == "selective" and both.recompute == "full"

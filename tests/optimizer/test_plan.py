@@ -122,10 +122,10 @@ def test_offers_that_cannot_hold_the_job_are_dropped_with_the_reason():
     offers = [offer(provider="vastai", instance="RTX-4090x1.verified.datacenter", gpu="RTX-4090", count=1,
                     region="US", price=0.4, offer_count=100)]  # fmt: skip
     big = Job(resolve_model("llama3-70b"), 1e12)
-    with pytest.raises(NoOptions, match="needs more than --max-gpus 8: its smallest option needs 259 GPUs"):
+    with pytest.raises(NoOptions, match="needs more than --max-gpus 8: its smallest option needs 190 GPUs"):
         build_plan(big, offers, GPUS, Constraints(max_gpus=8))
-    # the listings are what stops it under a high cap: 259 x 1-GPU listings wanted, 100 listed
-    plan_error = "no offer can run the job: needs 259 listings, the market has 100"
+    # the listings are what stops it under a high cap: 190 x 1-GPU (24 GiB) listings wanted, 100 listed
+    plan_error = "no offer can run the job: needs 190 listings, the market has 100"
     with pytest.raises(NoOptions, match=plan_error):
         build_plan(big, offers, GPUS, Constraints(max_gpus=4096))
     fractional = [offer(provider="azure", instance="Standard_NV6ads_A10_v5", gpu="A10", count=1 / 6, price=0.45)]
@@ -464,21 +464,21 @@ def test_a_deadline_met_below_the_largest_count_is_found():
 
 
 def test_each_option_runs_and_is_charged_the_recomputation_that_fits_its_gpus():
-    """8B at 2,048 tokens on one-GPU A100-80GB instances: 2 GPUs hold it only with full recomputation, 3 without
-    (test_memory.py). The 2-instance option is charged for full recomputation, and 3 instances, not a doubling of
+    """8B at 2,048 tokens on one-GPU A100-40GB instances: 4 GPUs hold it only with full recomputation, 5 without
+    (test_memory.py). The 4-instance option is charged for full recomputation, and 5 instances, not a doubling of
     the minimum, is tried: from there on the job does a third less work, and it is the offer's cheapest count."""
-    one_gpu = offer(provider="gcp", region="us-central1", instance="a2-ultragpu-1g", count=1, price=5.0)
+    one_gpu = offer(provider="gcp", region="us-central1", instance="a2-highgpu-1g", gpu="A100-40GB", count=1, price=3.0)
     plan = build_plan(JOB, [one_gpu], GPUS, Constraints(max_gpus=8))
     rows = {r["instances"]: r for r in plan.options}
-    assert sorted(rows) == [2, 3, 4, 8]
-    assert {n: r["recompute"] for n, r in rows.items()} == {2: "full", 3: "selective", 4: "selective", 8: "selective"}
-    a100 = GPUS.resolve("A100-80GB")
+    assert sorted(rows) == [4, 5, 8]
+    assert {n: r["recompute"] for n, r in rows.items()} == {4: "full", 5: "selective", 8: "selective"}
+    a100 = GPUS.resolve("A100-40GB")
     for n, row in rows.items():
         est = estimate(JOB, a100, n, gpus_per_node=1, fabric="ethernet")
         assert est.recompute == row["recompute"] and row["wall_expected"] == pytest.approx(est.wall_hours.expected)
-    full = estimate(Job(JOB.model, JOB.tokens, recompute="full"), a100, 2, gpus_per_node=1, fabric="ethernet")
-    assert rows[2]["wall_expected"] == pytest.approx(full.wall_hours.expected)
-    assert min(plan.options, key=lambda r: r["cost_expected"])["instances"] == 3
+    full = estimate(Job(JOB.model, JOB.tokens, recompute="full"), a100, 4, gpus_per_node=1, fabric="ethernet")
+    assert rows[4]["wall_expected"] == pytest.approx(full.wall_hours.expected)
+    assert min(plan.options, key=lambda r: r["cost_expected"])["instances"] == 5
 
 
 def test_cli_plan_says_per_option_which_recomputation_it_runs(cli_env):
