@@ -104,7 +104,9 @@ def parse_measurement(text: str) -> Measurement:
         raise UsageError(f"--measured: the GPU count must be positive, got {text!r}")
     fabric = (match.group(5) or MEASURED_FABRIC).lower()
     if fabric not in FABRICS:
-        raise UsageError(f"--measured: the network after ':' must be one of {', '.join(FABRICS)}, got {text!r}")
+        raise UsageError(
+            f"--measured {text!r}: the network after ':' must be one of {', '.join(FABRICS)}, got {match.group(5)!r}"
+        )
     try:
         gpu = catalog().resolve(match.group(4))
     except UsageError as exc:

@@ -261,3 +261,12 @@ def test_runs_without_a_teammate_give_no_transfer_figures():
     one = calibration.cases()[:1]
     t = calibration.evaluate_transfers(one, [FIT])
     assert (t.runs, t.pairs, t.within_band, t.inside_range) == (0, 0, 0.0, 0.0)
+
+
+def test_an_unknown_network_after_the_measurement_is_named_in_the_refusal():
+    """`3100@8xA100:wifi` was refused quoting the whole measurement as the network; the line names the part at fault."""
+    from warehouse.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"--measured '3100@8xA100:wifi': .* one of rdma, ethernet, got 'wifi'$"):
+        parse_measurement("3100@8xA100:wifi")
+    assert parse_measurement("3100@8xA100:ethernet").fabric == "ethernet"
