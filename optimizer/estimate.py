@@ -544,34 +544,41 @@ def _from_measurement(
     return Range(expected * low, expected, min(expected * high, ceiling)), factors
 
 
-def _sized_for_speed(job: Job, flops: Flops) -> tuple[ModelSpec, Flops]:
-    """The model whose speed the MFU model reads, and its FLOPs: the job's own, or, for a model with fewer active
-    parameters than any calibration run (``scope.coverage().smallest``: Pythia 70M), a bare count of that size with the
-    job's sequence length and method.
+def _sized_for_speed(
+    job: Job, flops: Flops, gpu: GpuSpec, gpus: int, gpus_per_node: int, fit: mfu_model.Fit
+) -> tuple[ModelSpec, Flops, str | None]:
+    """The model whose speed the MFU model reads, its FLOPs, and why it is not the job's own (None when it is).
 
-    Below that size the small-model term (1 / (1 + peak/312 x 5e7 / N), stated from llm-foundry's 125M-70B tables)
-    is extrapolated, and with a conventional shape it made a smaller model slower: the term's overhead grows as 1/N
-    on all of a token's FLOPs, and the attention FLOPs (12.L.d.S, width at least 128, one layer at least) do not
-    shrink with the count, so 100K parameters took 3.6x as long as 10M and ``--model 1`` four years on 8 A100
-    (estimator audit, Issue 7). Nothing in the calibration says how much faster a model below it trains, so its time
-    per token is held at the smallest size's (``_held``): a smaller bare count never takes longer, and the estimate
-    says it is extrapolated (scope). Every calibration run is at or above the size, so none of them moves.
+    Two holds, each on a model smaller than a size below which the calibrated form would make a smaller model slower
+    per token: a bare count of that size, with the job's sequence length and method, stands in.
+
+    * ``below_smallest_model``: fewer active parameters than any calibration run (``scope.coverage().smallest``:
+      Pythia 70M). Below it the small-model term (1 / (1 + peak/312 x 5e7 / N), stated from llm-foundry's 125M-70B
+      tables) is extrapolated, and with a conventional shape it made a smaller model slower: the term's overhead grows
+      as 1/N on all of a token's FLOPs, and the attention FLOPs (12.L.d.S, width at least 128, one layer at least) do
+      not shrink with the count, so 100K parameters took 3.6x as long as 10M and ``--model 1`` four years on 8 A100
+      (estimator audit, Issue 7). Every calibration run is at or above the size, so none of them moves.
+    * ``below_fastest_size``: across servers, fewer active parameters than ``mfu.fastest_size`` (N* = sqrt(ab) of the
+      small-model and scale-out terms), below which the form's cross term made a smaller model slower: 70M on 1,024
+      H100 took 1.7x the GPU-hours of 300M. No calibration run lies below its N*, so none of them moves either.
     """
     floor = scope_model.coverage().smallest.value
-    if job.model.active_params >= floor:
-        return job.model, flops
-    sized = derived_shape(floor, job.model.name)
-    return sized, training_flops(sized, job.tokens, method=job.method, seq_len=job.sequence_length)
+    fastest = mfu_model.fastest_size(gpu, gpus, gpus_per_node, fit)
+    size, why = max((floor, "below_smallest_model"), (fastest, "below_fastest_size"))
+    if job.model.active_params >= size:
+        return job.model, flops, None
+    sized = derived_shape(size, job.model.name)
+    return sized, training_flops(sized, job.tokens, method=job.method, seq_len=job.sequence_length), why
 
 
-def _held(m: mfu_model.Mfu, share: float) -> mfu_model.Mfu:
+def _held(m: mfu_model.Mfu, share: float, why: str) -> mfu_model.Mfu:
     """The MFU of a job whose time per token is held at a larger model's: that model's MFU x the job's share of its
-    FLOPs per token (``below_smallest_model``, with the larger model's factors)."""
+    FLOPs per token (``why``: ``below_smallest_model`` or ``below_fastest_size``, with the larger model's factors)."""
     return mfu_model.Mfu(
         low=m.low * share,
         expected=m.expected * share,
         high=m.high * share,
-        factors={**m.factors, "below_smallest_model": share},
+        factors={**m.factors, why: share},
     )
 
 
@@ -618,9 +625,9 @@ def estimate(
         mfu = Range(mfu_override, mfu_override, mfu_override)
         factors = {"override": mfu_override}
     else:
-        sized, sized_flops = _sized_for_speed(job, flops)
 
         def modelled(on: GpuSpec, count: int, per_node: int, network: str, stack: str, recompute: str) -> mfu_model.Mfu:
+            sized, sized_flops, why = _sized_for_speed(job, flops, on, count, per_node, fit)
             # the bandwidth given is the target's servers'; another layout (--measured's) gets the default
             given = bandwidth if (count, per_node, network) == (gpus, gpus_per_node, fabric) else None
             server = given or network_model.default_bandwidth(network, max(1, min(per_node, count)))
@@ -644,7 +651,7 @@ def estimate(
                 attention_share=sized_flops.attention / sized_flops.total,
                 fit=fit,
             )
-            return m if sized is model else _held(m, flops.total / sized_flops.total)
+            return m if why is None else _held(m, flops.total / sized_flops.total, why)
 
         if job.measured is None:
             m = modelled(gpu, gpus, gpus_per_node, fabric, job.stack, memory.recompute)

@@ -139,7 +139,7 @@ class Reason:
     """One way a job lies outside the calibration: ``text`` with the job's figures (estimate, JSON), ``summary``
     without them, the same for every option of a plan that has it (plan's footer), ``kind`` what it is about."""
 
-    kind: str  # gpu, method, small, large, seq_len, gpus, nodes, batch, steps
+    kind: str  # gpu, method, small, fastest, large, seq_len, gpus, nodes, batch, steps
     text: str
     summary: str
 
@@ -233,7 +233,20 @@ def _model_reasons(job: Job, gpu: GpuSpec, gpus: int, gpus_per_node: int, cover:
         guess = f"; QLoRA's x{mfu_model.QLORA:g} for dequantization is a stated guess" if job.method == "qlora" else ""
         text = f"{job.method} fine-tuning: every calibration run is full training from random weights{guess}"
         reasons.append(Reason("method", text, text))
-    held = ": the time per token is held at that size's" if model.active_params < cover.smallest.value else ""
+    fastest = mfu_model.fastest_size(gpu, gpus, gpus_per_node)
+    below_floor = model.active_params < cover.smallest.value
+    held = ": the time per token is held at that size's" if below_floor and fastest <= cover.smallest.value else ""
+    if model.active_params < fastest and fastest > cover.smallest.value:
+        text = (
+            f"{human_count(model.active_params)} active parameters on {gpus:,} GPUs across servers, fewer than "
+            f"{human_count(fastest)}, below which the model's small-model and scale-out terms would make a smaller "
+            "model slower (no calibration run is there)"
+        )
+        summary = (
+            "across servers, fewer active parameters than the size below which the model's small-model and scale-out"
+            " terms would make a smaller model slower (no calibration run is there): the time per token is held there"
+        )
+        reasons.append(Reason("fastest", text + ": the time per token is held at that size's", summary))
     for kind, outside, what, bound in (
         ("small", model.active_params < cover.smallest.value, "active parameters, fewer", cover.smallest),
         ("large", model.active_params > cover.largest.value, "active parameters, more", cover.largest),

@@ -7,11 +7,14 @@ global batch, 488 steps), sequences above the longest calibration run's and mode
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
+import math
 
 import pytest
 
-from optimizer import calibration, scope
+from optimizer import calibration, mfu, scope
 from optimizer.estimate import Job, estimate
 from optimizer.models import resolve_model
 from tests.conftest import run_costopt
@@ -107,7 +110,10 @@ def test_a_batch_no_calibration_run_used_is_extrapolated_and_warned_about():
         "at most 488 steps; no calibration run used more than 62.9M tokens per step or fewer than 3,320 steps."
     )
     few = answer(job("125M", 1e9), "H100", 4096)  # 8.4M tokens per step: under the largest batch, but 119 steps
-    assert [r.split(",")[0] for r in few["extrapolated_because"]] == ["at most 119 optimizer steps"]
+    assert [r.split(",")[0] for r in few["extrapolated_because"]] == [
+        "125M active parameters on 4",  # below the fastest size on 4,096 H100 (570M): held there
+        "at most 119 optimizer steps",
+    ]
     assert few["warnings"]
 
 
@@ -195,3 +201,51 @@ def test_below_the_smallest_calibration_model_the_estimate_says_its_time_is_held
     assert reason == held + " at that size's"
     assert "below_smallest_model" not in smallest.factors
     assert smallest.as_dict()["assumptions"]["extrapolated_because"] == []
+
+
+SHAPE_DIPS = 1.03  # the conventional shape's width steps (83M, 121M, 168M, ...) move the time per token by up to 3 %
+
+
+@pytest.mark.parametrize(("gpu", "gpus"), [("H100", 1024), ("H100", 128), ("A100", 512), ("MI300X", 256)])
+def test_across_servers_a_smaller_bare_count_never_takes_longer(gpu, gpus):
+    """The small-model and scale-out terms multiply, so the form's time per token went as N + a + b + ab/N: on 1,024
+    H100, 70M parameters took 1,422 GPU-hours for 100B tokens and 300M 841 (stop 59's audit). Below N* = sqrt(ab) the
+    time per token is held at N*'s; above it nothing moves."""
+
+    def hours(count: float) -> float:
+        return estimate(job(str(count), 100e9), GPUS.resolve(gpu), gpus).gpu_hours.expected
+
+    sizes = [7.1e7, 1e8, 1.5e8, 2e8, 3e8, 4e8, 6e8, 1e9, 1.5e9, 3e9, 8e9]
+    times = [hours(n) for n in sizes]
+    for smaller, larger in itertools.pairwise(times):
+        assert smaller <= larger * SHAPE_DIPS
+    assert times[0] <= times[4] * SHAPE_DIPS  # 71M against 300M: 1.69x on 1,024 H100 before
+
+
+def test_the_hold_says_what_it_did_and_why():
+    on = GPUS.resolve("H100")
+    fastest = mfu.fastest_size(on, 1024, 8)
+    assert fastest == pytest.approx(math.sqrt(989 / 312 * 5e7 * 5e5 * 1024), rel=1e-3)  # 285M
+    small = estimate(job("150M", 100e9), on, 1024)
+    at = estimate(job(str(fastest), 100e9), on, 1024)
+    share = small.flops.total / at.flops.total
+    assert small.factors["below_fastest_size"] == pytest.approx(share)
+    assert small.mfu.expected == pytest.approx(at.mfu.expected * share)
+    assert small.gpu_hours.expected == pytest.approx(at.gpu_hours.expected, rel=1e-9)  # the same time per token
+    (reason,) = small.as_dict()["assumptions"]["extrapolated_because"]
+    assert reason.startswith("150M active parameters on 1,024 GPUs across servers, fewer than 285M, below which")
+    assert reason.endswith("(no calibration run is there): the time per token is held at that size's")
+    assert "below_fastest_size" not in estimate(job("300M", 100e9), on, 1024).factors
+    assert mfu.fastest_size(on, 8, 8) == 0.0  # one server: no scale-out term, nothing to hold
+
+
+def test_the_fastest_size_search_agrees_with_its_closed_form():
+    on = GPUS.resolve("A100")
+    bent = dataclasses.replace(mfu.FITTED, scale_out_exponent=1.0 + 1e-9)  # takes the golden-section search
+    assert mfu.fastest_size(on, 512, 8, bent) == pytest.approx(mfu.fastest_size(on, 512, 8), rel=1e-4)
+
+
+def test_no_calibration_run_lies_below_its_fastest_size():
+    """The hold changes no calibrated figure, and 'no calibration run is there' stays true."""
+    for case in calibration.cases():
+        assert case.job.model.active_params >= mfu.fastest_size(case.gpu, case.gpus, case.gpus_per_node), case.name
