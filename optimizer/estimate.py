@@ -521,7 +521,8 @@ def _from_measurement(
     model figures are not capped (a cap would not cancel in their ratio); the result is capped at the higher of the
     published ceiling and the user's own whole-run figure. On the measured GPU the band is the goodput's, widened on
     the slow side by the distance to the measured layout (``measured.band``); the fast end never passes the measured
-    steady rate times the model's transfer.
+    steady rate times the model's transfer. From one architecture to another the band is the transfer's, widened by
+    any software factor no whole run checks on either side (``mfu.software_spread``: MI300X).
     """
     measurement = job.measured
     assert measurement is not None
@@ -541,6 +542,13 @@ def _from_measurement(
         distance = measured_model.doublings(measurement, gpus, gpus_per_node, fabric)
         factors["doublings"] = distance
     low, high = measured_model.band(fit.transfer_band(), same_gpu=same_gpu, distance=distance)
+    if measurement.gpu.architecture != gpu.architecture:
+        # a stated software factor no whole run checks (ROCm on CDNA 3: mfu.software_spread) widens the band of a plain
+        # estimate; carried from one architecture to another it is off by as much, on the target's side or, when the
+        # measurement is the unchecked one, inverted on the measurement's
+        target_low, target_high = mfu_model.software_spread(gpu)
+        measured_low, measured_high = mfu_model.software_spread(measurement.gpu)
+        low, high = low * target_low / measured_high, high * target_high / measured_low
     return Range(expected * low, expected, min(expected * high, ceiling)), factors
 
 

@@ -82,6 +82,24 @@ def test_elsewhere_the_model_carries_the_team_factor_and_the_range_is_the_transf
     assert "doublings" not in est.factors  # on another GPU the distance does not set the band
 
 
+def test_carried_to_or_from_a_gpu_whose_software_factor_no_run_checks_the_band_widens_by_its_range():
+    """A plain MI300X estimate widens its band by the ROCm factor's range (0.44-0.68 around 0.6); a measurement on an
+    A100 carried to MI300X is as unsure of that factor, and one on MI300X carried to an A100 is unsure of it the
+    other way round. Before, both kept the bare transfer band, x3.7 where a plain MI300X estimate is wider."""
+    spread_low, spread_high = mfu_model.software_spread(GPUS.resolve("MI300X"))
+    assert (spread_low, spread_high) == pytest.approx((0.44 / 0.6, 0.68 / 0.6))
+    t_low, t_high = FIT.transfer_band()
+    to_amd = estimate(JOB, GPUS.resolve("MI300X"), 8)
+    assert to_amd.mfu.low == pytest.approx(to_amd.mfu.expected * t_low * spread_low)
+    assert to_amd.mfu.high == pytest.approx(to_amd.mfu.expected * t_high * spread_high)
+    from_amd = Job(resolve_model("8B"), 100e9, measured=parse_measurement("2000@8xMI300X"))
+    to_a100 = estimate(from_amd, GPUS.resolve("A100-80GB"), 8)
+    assert to_a100.mfu.low == pytest.approx(to_a100.mfu.expected * t_low / spread_high)
+    assert to_a100.mfu.high == pytest.approx(to_a100.mfu.expected * t_high / spread_low)
+    same = estimate(from_amd, GPUS.resolve("MI300X"), 16)  # the measurement holds the factor: no widening
+    assert same.mfu.high <= same.mfu.expected * t_high
+
+
 def test_on_the_measured_gpu_another_count_is_never_faster_than_the_measured_rate_carried_by_the_model():
     """The audit's BUG 3 (s59 report I): any change of count took the cross-team transfer band, x0.51-1.94, so on 4 or
     16 A100-80GB the fast end was 65 % MFU against the 51.4 % the user measured on 8 (transfer 1.00 on 4), and plan
