@@ -25,7 +25,7 @@ from optimizer import measured as measured_model
 from optimizer import mfu as mfu_model
 from optimizer.estimate import Estimate, Job, estimate
 from optimizer.mfu import FITTED, Fit
-from optimizer.models import ModelSpec, derived_shape, resolve_model
+from optimizer.models import ModelSpec, derived_shape, resolve_model, with_shape
 from warehouse.gpus import GpuSpec, catalog
 
 BAND = (0.8, 1.25)  # the acceptance band for predicted / published GPU-hours (issues 4 and 14)
@@ -52,17 +52,19 @@ def _model(row: dict[str, str]) -> ModelSpec:
         spec = resolve_model(row["total_params_b"] + "B", active_params=row["active_params_b"] + "B")
     else:
         spec = derived_shape(float(row["total_params_b"]) * 1e9, row["run"])
-    if row.get("layers") and row.get("hidden"):
-        spec = dataclasses.replace(spec, layers=int(row["layers"]), hidden=int(row["hidden"]), source="published shape")
-    # the head width of unfused attention's cost (mfu.unfused_attention_cost): the published heads, else the
-    # conventional 128-wide heads of the row's width; the FLOPs do not change (the kv share stays)
-    heads = int(row.get("heads") or max(1, spec.hidden // 128))
-    spec = dataclasses.replace(spec, heads=heads, kv_heads=max(1, heads * spec.kv_heads // spec.heads))
-    if row.get("tied") == "no":  # an untied input embedding: a lookup table, left out of the FLOPs (compute.py)
-        if not (row.get("vocab") and row.get("hidden")):
-            raise ValueError(f"{row['run']}: an untied embedding needs the published vocab and hidden size")
-        vocab = int(row["vocab"])
-        spec = dataclasses.replace(spec, vocab=vocab, input_embedding=float(vocab * spec.hidden))
+    if row.get("tied") == "no" and not (row.get("vocab") and row.get("hidden")):
+        raise ValueError(f"{row['run']}: an untied embedding needs the published vocab and hidden size")
+    # the published shape by the rule --layers/--hidden/--vocab/--embeddings follow (models.with_shape), so a user who
+    # types a run's shape gets the FLOPs it was calibrated with
+    spec = with_shape(
+        spec,
+        layers=int(row["layers"]) if row.get("layers") else None,
+        hidden=int(row["hidden"]) if row.get("hidden") else None,
+        vocab=int(row["vocab"]) if row.get("vocab") else None,
+        embeddings={"no": "untied", "yes": "tied"}.get(row.get("tied") or ""),
+        heads=int(row["heads"]) if row.get("heads") else None,
+        basis="published",
+    )
     span = float(row.get("attention_span") or 1.0)
     lookups = float(row.get("lookup_params_b") or 0.0) * 1e9
     if not 0.0 < span <= 1.0 or not 0.0 <= lookups < spec.active_params - spec.input_embedding:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from optimizer.units import human_count, parse_count
@@ -57,10 +57,22 @@ class ModelSpec:
     # False where the preset's source does not publish its pre-training length and ``train_seq_len`` is an assumption
     # (its source says so): the output calls that length assumed, not the preset's published one
     train_seq_len_published: bool = True
+    # Where the depth and width, the vocabulary and the embedding tying come from, for the output: "preset" (its
+    # source), "derived" / "assumed" (a bare count's conventional shape, vocabulary 32000, the whole count in the
+    # matmuls), "given" (--layers/--hidden, --vocab, --embeddings: ``with_shape``), "published" (a calibration row)
+    shape_basis: str = "preset"
+    vocab_basis: str = "preset"
+    embeddings_basis: str = "preset"
 
     @property
     def moe(self) -> bool:
         return self.active_params < self.total_params * 0.95
+
+    @property
+    def embeddings(self) -> str:
+        """``untied`` where the input embedding is a table of its own (a lookup, out of the FLOPs), else ``tied``:
+        the whole count does matmul work, as a bare count without --embeddings assumes."""
+        return "untied" if self.input_embedding else "tied"
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -325,11 +337,121 @@ def derived_shape(params: float, name: str) -> ModelSpec:
         train_seq_len=ASSUMED_SEQ_LEN,
         source="derived: N = 12.L.d^2, d/L = 128",
         preset=False,
+        shape_basis="derived",
+        vocab_basis="assumed",
+        embeddings_basis="assumed",
     )
 
 
-def resolve_model(text: str, *, active_params: str | None = None) -> ModelSpec:
-    """A preset name (``llama3-8b``) or a parameter count (``8B``, ``1.3b``, ``175e9``)."""
+EMBEDDINGS = ("tied", "untied")
+# How far a given shape's implied count (12.L.d^2 + the embeddings) may lie from the count it shapes, either way,
+# before it is refused as a slip (a width typed for the layers): every calibration row's published shape lies within
+# 0.53-1.5x of its count (nanochat's value embeddings and JetMoE's experts are the far ends), a fine-grained MoE's
+# active path or a big vocabulary within 2x too (Mixtral 8x7B's 32 x 4096 is 0.54x of its 12.9B active).
+SHAPE_TOLERANCE = 2.0
+
+
+def with_shape(
+    spec: ModelSpec,
+    *,
+    layers: int | None = None,
+    hidden: int | None = None,
+    vocab: int | None = None,
+    embeddings: str | None = None,
+    heads: int | None = None,
+    basis: str = "given",
+) -> ModelSpec:
+    """A bare count's spec with a known shape in place of the conventional one, the one rule the calibration's rows
+    (``calibration._model``, ``basis="published"``) and the command line (--layers, --hidden, --vocab, --embeddings)
+    share, so that what a user types and what the calibration was fitted on cannot drift apart.
+
+    Why: the shape sets the attention FLOPs (12.L.d.S per token) and the activation memory, and an untied input
+    embedding (vocab x hidden) is a lookup, left out of the FLOPs (optimizer.compute); a small untied model typed as
+    a bare count was predicted 1.3-1.7x too slow (Pythia 70M: 1.69x against 1.01x with its published shape).
+    ``layers`` and ``hidden`` go together and replace the derived ones (for an MoE: its active path's); the heads
+    are ``heads`` or the conventional 128-wide ones of the width (they set only unfused attention's cost, not the
+    FLOPs); ``embeddings="untied"`` needs ``vocab`` and takes vocab x hidden out of the matmuls, ``"tied"`` keeps the
+    whole count in them; ``vocab`` alone is recorded (the logits' memory).
+    """
+    if spec.preset:
+        raise UsageError(f"{spec.name} is a preset with its published shape: give a parameter count to set the shape")
+    if (layers is None) != (hidden is None):
+        raise UsageError("--layers and --hidden go together: give both (config.json's num_hidden_layers and "
+                         "hidden_size) or neither")  # fmt: skip
+    for flag, value in (("--layers", layers), ("--hidden", hidden), ("--vocab", vocab), ("heads", heads)):
+        if value is not None and value <= 0:
+            raise UsageError(f"{flag} must be a positive whole number, got {value}")
+    if embeddings is not None and embeddings not in EMBEDDINGS:
+        raise UsageError(f"--embeddings must be one of {', '.join(EMBEDDINGS)}, got {embeddings!r}")
+    if embeddings == "untied" and vocab is None:
+        raise UsageError("--embeddings untied needs --vocab: the untied input table is vocab x hidden parameters")
+    if layers is not None and hidden is not None:
+        spec = replace(spec, layers=layers, hidden=hidden, source=f"{basis} shape", shape_basis=basis)
+    # the head width of unfused attention's cost (mfu.unfused_attention_cost): the heads given, else 128-wide heads of
+    # the width; the FLOPs do not change (the share of kv heads stays)
+    count = heads or max(1, spec.hidden // 128)
+    spec = replace(spec, heads=count, kv_heads=max(1, count * spec.kv_heads // spec.heads))
+    if vocab is not None:
+        spec = replace(spec, vocab=vocab, vocab_basis=basis)
+    if embeddings is not None:
+        table = float(spec.vocab * spec.hidden) if embeddings == "untied" else 0.0
+        spec = replace(spec, input_embedding=table, embeddings_basis=basis)
+    if spec.input_embedding >= spec.active_params:
+        raise UsageError(
+            f"an untied input embedding of {spec.vocab:,} x {spec.hidden:,} ({human_count(spec.input_embedding)}) is "
+            f"not less than the {human_count(spec.active_params)} parameters it belongs to: check --vocab and --hidden"
+        )
+    return spec
+
+
+def implied_params(spec: ModelSpec) -> float:
+    """The count a shape implies, 12.L.d^2 for the layers plus the output projection (vocab x hidden, where the
+    vocabulary is known) and an untied input table: the plausibility test of a given shape."""
+    output = spec.vocab * spec.hidden if spec.vocab_basis != "assumed" else 0.0
+    return 12.0 * spec.layers * spec.hidden**2 + output + spec.input_embedding
+
+
+def check_given_shape(spec: ModelSpec) -> None:
+    """Refuse a given shape more than ``SHAPE_TOLERANCE`` off the count it shapes (the active path's for an MoE): a
+    slip such as the width typed for the layers would otherwise change the FLOPs without a word."""
+    implied, count = implied_params(spec), spec.active_params
+    if not 1 / SHAPE_TOLERANCE <= implied / count <= SHAPE_TOLERANCE:
+        path = "the active path's" if spec.moe else "the model's"
+        raise UsageError(
+            f"--layers {spec.layers} --hidden {spec.hidden} imply {human_count(implied)} parameters (12.L.d^2 + the "
+            f"embeddings), more than {SHAPE_TOLERANCE:g}x off {path} {human_count(count)}: check the shape and --model"
+        )
+
+
+def resolve_model(
+    text: str,
+    *,
+    active_params: str | None = None,
+    layers: int | None = None,
+    hidden: int | None = None,
+    vocab: int | None = None,
+    embeddings: str | None = None,
+) -> ModelSpec:
+    """A preset name (``llama3-8b``) or a parameter count (``8B``, ``1.3b``, ``175e9``), the count with the shape
+    options where given (``with_shape``: for an MoE the shape is its active path's, as ``derived_shape`` gives it)."""
+    spec = _resolve(text, active_params=active_params)
+    given = {"--layers": layers, "--hidden": hidden, "--vocab": vocab, "--embeddings": embeddings}
+    named = [flag for flag, value in given.items() if value is not None]
+    if not named:
+        return spec
+    if spec.preset:
+        raise UsageError(
+            f"{', '.join(named)}: {spec.name} is a preset and carries its published shape; give a parameter count "
+            "(--model 1.2B) to set the shape"
+        )
+    spec = with_shape(spec, layers=layers, hidden=hidden, vocab=vocab, embeddings=embeddings)
+    if layers is not None:
+        check_given_shape(spec)
+    return spec
+
+
+def _resolve(text: str, *, active_params: str | None = None) -> ModelSpec:
+    """The preset, or the count with its conventional shape (an MoE's sized by its active count)."""
     key = _key(text)
     key = ALIASES.get(key, key)
     spec = PRESETS.get(key) or PRESETS.get(key.replace("llama-", "llama"))
