@@ -190,6 +190,14 @@ class Estimate:
                 "active_params": model.active_params,
                 "layers": model.layers,
                 "hidden": model.hidden,
+                # where the shape, the vocabulary and the tying come from: preset, derived / assumed (a bare count's
+                # conventional ones), given (--layers/--hidden, --vocab, --embeddings)
+                "shape_basis": model.shape_basis,
+                "vocab": model.vocab,
+                "vocab_basis": model.vocab_basis,
+                "embeddings": model.embeddings,
+                "embeddings_basis": model.embeddings_basis,
+                "input_embedding_params": model.input_embedding,  # an untied input table: out of the FLOPs
                 "moe": model.moe,
                 "source": model.source,
             },

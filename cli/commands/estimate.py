@@ -12,6 +12,7 @@ from cli.output import Format
 
 if TYPE_CHECKING:
     from optimizer.estimate import Estimate, Job
+    from optimizer.models import ModelSpec
 
 ModelOption = Annotated[
     str,
@@ -26,6 +27,40 @@ ActiveOption = Annotated[
         "--active-params",
         help="Active parameters per token, for mixture-of-experts: with a total count (--model 47B) or an MoE preset; "
         "refused on a dense preset.",
+    ),
+]
+LayersOption = Annotated[
+    int | None,
+    typer.Option(
+        "--layers",
+        help="Layers of a bare parameter count, with --hidden (config.json's num_hidden_layers): the shape behind the "
+        "attention FLOPs and activation memory, in place of a conventional one; for an MoE its active path's; not with "
+        "a preset.",
+        show_default=False,
+    ),
+]
+HiddenOption = Annotated[
+    int | None,
+    typer.Option(
+        "--hidden", help="Width of a bare count, with --layers (config.json's hidden_size).", show_default=False
+    ),
+]
+VocabOption = Annotated[
+    int | None,
+    typer.Option(
+        "--vocab",
+        help="Vocabulary of a bare parameter count (config.json's vocab_size): the logits' memory, and the input "
+        "table an untied embedding leaves out of the FLOPs.",
+        show_default=False,
+    ),
+]
+EmbeddingsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--embeddings",
+        help="tied | untied (config.json's tie_word_embeddings true | false): untied, with --vocab, leaves the vocab x "
+        "hidden input table out of the FLOPs (a lookup); default for a bare count: the whole count in the matmuls.",
+        show_default=False,
     ),
 ]
 MethodOption = Annotated[str, typer.Option("--method", help="full | lora | qlora.")]
@@ -114,8 +149,14 @@ def build_job(
     stack: str | None = None,
     measured: str | None = None,
     tensor_parallel: str = "auto",
+    *,
+    layers: int | None = None,
+    hidden: int | None = None,
+    vocab: int | None = None,
+    embeddings: str | None = None,
 ) -> Job:
-    """The job the model options describe; shared by ``estimate`` and ``plan``. ``stack`` None: the default class."""
+    """The job the model options describe; shared by ``estimate`` and ``plan``. ``stack`` None: the default class;
+    ``layers``, ``hidden``, ``vocab``, ``embeddings``: the shape options of a bare count (models.resolve_model)."""
     from optimizer import mfu as mfu_model
     from optimizer.estimate import Job
     from optimizer.measured import parse_measurement
@@ -123,7 +164,9 @@ def build_job(
     from optimizer.units import parse_count
 
     return Job(
-        model=resolve_model(model, active_params=active_params),
+        model=resolve_model(
+            model, active_params=active_params, layers=layers, hidden=hidden, vocab=vocab, embeddings=embeddings
+        ),
         tokens=parse_count(tokens, what="--tokens"),
         method=method,
         precision=precision,
@@ -191,6 +234,10 @@ def estimate_command(
         ),
     ] = None,
     active_params: ActiveOption = None,
+    layers: LayersOption = None,
+    hidden: HiddenOption = None,
+    vocab: VocabOption = None,
+    embeddings: EmbeddingsOption = None,
     method: MethodOption = "full",
     precision: PrecisionOption = "bf16",
     seq_len: SeqLenOption = None,
@@ -222,7 +269,21 @@ def estimate_command(
     setting = recompute_setting(recompute, checkpointing, no_checkpointing)
     stack = stack_class(stack, mfu)
     job = build_job(
-        model, tokens, active_params, method, precision, seq_len, micro_batch, setting, stack, measured, tensor_parallel
+        model,
+        tokens,
+        active_params,
+        method,
+        precision,
+        seq_len,
+        micro_batch,
+        setting,
+        stack,
+        measured,
+        tensor_parallel,
+        layers=layers,
+        hidden=hidden,
+        vocab=vocab,
+        embeddings=embeddings,
     )
     refuse_less_than_a_step(job, gpus)
     est = estimate(job, catalog().resolve(gpu), gpus, gpus_per_node=gpus_per_node, fabric=fabric, mfu_override=mfu)
@@ -252,6 +313,9 @@ def estimate_command(
     verdict = "fits" if fit.fits else "DOES NOT FIT"
     columns = [Column("", "", "name"), *(Column(k, k, "figure") for k in ("low", "expected", "high"))]
     print_table(rows, columns, title=title)
+    shape = shape_note(m)
+    if shape:
+        say(shape, indent="  ")
     say(
         f"memory: {verdict}: {fit.reason}; model+optimizer states {fit.total_gb:,.0f} GB in all; {_minimum(est)}",
         indent="  ",
@@ -319,6 +383,25 @@ def _team(est: Estimate) -> str:
     if job.measured is None:
         return f"{article(job.stack)} {job.stack} stack (--stack)"
     return f"your stack as measured, {job.measured} (--measured)"
+
+
+def shape_note(model: ModelSpec) -> str | None:
+    """The shape the user gave (--layers/--hidden, --vocab, --embeddings) and what it does to the FLOPs, named as
+    given; None where nothing was given (a preset's or a bare count's shape is in the JSON, with its basis)."""
+    given = [model.shape_basis, model.vocab_basis, model.embeddings_basis]
+    if "given" not in given:
+        return None
+    parts = []
+    if model.shape_basis == "given":
+        parts.append(f"shape: {model.layers} x {model.hidden} (given)")
+    if model.embeddings_basis == "given" and model.embeddings == "untied":
+        parts.append(f"embeddings: untied, {model.vocab:,} x {model.hidden} left out of the FLOPs (given)")
+    elif model.embeddings_basis == "given":
+        vocab = f", vocabulary {model.vocab:,} (given)" if model.vocab_basis == "given" else ""
+        parts.append(f"embeddings: tied (given), the whole count in the matmuls{vocab}")
+    elif model.vocab_basis == "given":
+        parts.append(f"vocabulary {model.vocab:,} (given); embeddings: the whole count in the matmuls (assumed)")
+    return "; ".join(parts)
 
 
 def sequence_note(job: Job) -> str:

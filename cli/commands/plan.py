@@ -9,6 +9,9 @@ import typer
 from cli.commands.estimate import (
     ActiveOption,
     CheckpointOption,
+    EmbeddingsOption,
+    HiddenOption,
+    LayersOption,
     MeasuredOption,
     MethodOption,
     MfuOption,
@@ -20,9 +23,11 @@ from cli.commands.estimate import (
     SeqLenOption,
     StackOption,
     TokensOption,
+    VocabOption,
     build_job,
     recompute_setting,
     sequence_note,
+    shape_note,
 )
 from cli.completion import complete_gpu, complete_provider
 from cli.options import DbOption, ExactOption, FormatOption, WideOption
@@ -120,6 +125,10 @@ def plan_command(
     explain: Annotated[bool, typer.Option("--explain", help="Print every assumption with its source.")] = False,
     buy: Annotated[bool, typer.Option("--buy", help="Add after how many such jobs owning the GPUs pays off.")] = False,
     active_params: ActiveOption = None,
+    layers: LayersOption = None,
+    hidden: HiddenOption = None,
+    vocab: VocabOption = None,
+    embeddings: EmbeddingsOption = None,
     method: MethodOption = "full",
     precision: PrecisionOption = "bf16",
     seq_len: SeqLenOption = None,
@@ -153,7 +162,10 @@ def plan_command(
 
     showing = either(spot, no_spot, "--spot", "--no-spot")
     setting = recompute_setting(recompute, checkpointing, no_checkpointing)
-    job = build_job(model, tokens, active_params, method, precision, seq_len, micro_batch, setting, stack, measured)
+    job = build_job(
+        model, tokens, active_params, method, precision, seq_len, micro_batch, setting, stack, measured,
+        layers=layers, hidden=hidden, vocab=vocab, embeddings=embeddings,
+    )  # fmt: skip
     constraints = Constraints(
         gpus=tuple(gpu or ()),
         providers=tuple(provider or ()),
@@ -214,6 +226,14 @@ def plan_command(
         "model": job.model.name,
         "total_params": job.model.total_params,
         "active_params": job.model.active_params,
+        # the shape behind the attention FLOPs and memory, and where each part comes from (as estimate's JSON)
+        "layers": job.model.layers,
+        "hidden": job.model.hidden,
+        "shape_basis": job.model.shape_basis,
+        "vocab": job.model.vocab,
+        "vocab_basis": job.model.vocab_basis,
+        "embeddings": job.model.embeddings,
+        "embeddings_basis": job.model.embeddings_basis,
         "tokens": job.tokens,
         "flops": flops,
         "method": job.method,
@@ -322,6 +342,9 @@ def _print_human(
         f"{info['model']} ({human_count(info['active_params'])} active params) x {human_count(info['tokens'])} tokens "
         f"= {info['flops']:.3g} FLOPs ({info['method']}, {info['precision']})"
     )
+    shape = shape_note(job.model)
+    if shape:
+        say(shape)
     if job.seq_len_basis in ("assumed", "preset-assumed"):
         say(sequence_note(job))
     print(note_text)
