@@ -9,8 +9,9 @@ Each organisation's runs are predicted by the constants the same search picks fr
 with ranges read off those runs' own leave-one-organisation-out residuals (as the shipped ranges are read off all
 runs'), each run with the stack class its publication implies;
 once more with the default class ("typical") for every run, as for a user who does not say; and "typed", each run as
-a user would type it (a bare parameter count, with or without --seq-len: calibration.as_typed), which shows what the
-shape, tying and sequence length a bare count has to assume cost.
+a user would type it (a bare parameter count, with or without --seq-len, or with --seq-len and the shape options
+--layers/--hidden/--vocab/--embeddings: calibration.as_typed), which shows what the shape, tying and sequence length
+a bare count has to assume cost.
 
 Targets (issue 14, out of sample): >= 75 % within 0.8-1.25x of the published GPU-hours, >= 85 % inside
 [low, high], median band (high / low) <= 2.5, median |error| <= 15 %; default class only: >= 85 % inside.
@@ -82,6 +83,10 @@ def main() -> None:
         ("  the same, default class", held_out_summary(quick, DEFAULT_STACK)),
         ("  typed: parameter count, --seq-len", evaluate(typed(data, by_id, seq_len=True), out_fits)),
         ("  typed: parameter count only", evaluate(typed(data, by_id, seq_len=False), out_fits)),
+        (
+            "  typed: count, --seq-len, shape options",
+            evaluate(typed(data, by_id, seq_len=True, shape=True), out_fits),
+        ),
     ]
     users = [(c, fit) for c, fit in zip(data, out_fits, strict=True) if is_users_profile(c)]
     if users:
@@ -97,7 +102,9 @@ def main() -> None:
           f" width = median high/low; cross-validation took {seconds:.1f} s)")  # fmt: skip
     print("(typed: each run as a user would type it, out of sample: a preset, or else the bare parameter count, with")
     print(" or without the published sequence length; the shape, embedding tying and, without --seq-len, the")
-    print(f" sequence length ({ASSUMED_SEQ_LEN:,}) are what costopt assumes for a bare count)")
+    print(f" sequence length ({ASSUMED_SEQ_LEN:,}) are what costopt assumes for a bare count; with the shape options,")
+    print(" --layers/--hidden/--vocab/--embeddings as the row publishes them: what the command line does not take,")
+    print(" sliding windows (attention_span), value embeddings (lookup_params_b) and the published heads, is lost)")
     print("(1-70B on 8-512 GPUs: the runs like the users issue 14 names, teams training 1-70B models on 8-512 GPUs;")
     print(" out of sample, by the constants and ranges chosen without each run's organisation, as the headline)")
     verdicts(rows_out[2][1], rows_out[3][1])
@@ -141,9 +148,10 @@ def is_users_profile(case: Case) -> bool:
     return 1e9 <= case.job.model.total_params <= 70e9 and 8 <= case.gpus <= 512
 
 
-def typed(data: Sequence[Case], by_id: dict[str, dict[str, str]], *, seq_len: bool) -> list[Case]:
-    """Every run as a user would type it (``calibration.as_typed``; ``by_id``: the calibration rows by id)."""
-    return [calibration.as_typed(c, by_id[c.id], seq_len=seq_len) for c in data]
+def typed(data: Sequence[Case], by_id: dict[str, dict[str, str]], *, seq_len: bool, shape: bool = False) -> list[Case]:
+    """Every run as a user would type it (``calibration.as_typed``; ``by_id``: the calibration rows by id), with the
+    shape options (--layers/--hidden/--vocab/--embeddings) where ``shape`` and the row publishes them."""
+    return [calibration.as_typed(c, by_id[c.id], seq_len=seq_len, shape=shape) for c in data]
 
 
 def run_table(data: Sequence[Case], held: Sequence[HeldOut]) -> None:

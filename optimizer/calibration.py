@@ -192,22 +192,36 @@ def cases(data: Iterable[dict[str, str]] | None = None) -> list[Case]:
     return [Case.of(row) for row in (rows() if data is None else data)]
 
 
-def as_typed(case: Case, row: dict[str, str], *, seq_len: bool) -> Case:
+def as_typed(case: Case, row: dict[str, str], *, seq_len: bool, shape: bool = False) -> Case:
     """The case as a user would type it into ``costopt estimate``: a preset's name, or else the bare parameter count
-    (and active count), with the published sequence length as ``--seq-len`` or (``seq_len=False``) without it; no
-    depth, width or embedding tying, which the command does not take.
+    (and active count), with the published sequence length as ``--seq-len`` or (``seq_len=False``) without it, and
+    (``shape=True``) with --layers/--hidden/--vocab/--embeddings where the row publishes them (``typed_shape``).
 
     The calibration reads everything a publication states; a user who gives less gets the conventional shape, a
     whole-count 6.N.D and the assumed sequence length (``models.ASSUMED_SEQ_LEN``), and these views measure what
-    that costs, out of sample (``bench/calibration.py``).
+    that costs, out of sample (``bench/calibration.py``). What the command line does not take is lost even with the
+    shape options: sliding windows (``attention_span``), value embeddings (``lookup_params_b``) and the published
+    head count (the head width of unfused attention's cost).
     """
     if row["model"]:
         return case
     count = row["total_params_b"] + "B"
-    model = resolve_model(count, active_params=row["active_params_b"] + "B" if row["active_params_b"] else None)
+    active = row["active_params_b"] + "B" if row["active_params_b"] else None
+    model = resolve_model(count, active_params=active, **(typed_shape(row) if shape else {}))
     job = dataclasses.replace(case.job, model=model, seq_len=case.job.seq_len if seq_len else None)
     flops = job.flops()
     return dataclasses.replace(case, job=job, flops=flops.total, attention_share=flops.attention / flops.total)
+
+
+def typed_shape(row: dict[str, str]) -> dict[str, Any]:
+    """The shape options a user would type for a row, from what it publishes (config.json's num_hidden_layers,
+    hidden_size, vocab_size, tie_word_embeddings): --layers, --hidden, --vocab, --embeddings; None where it does not."""
+    return {
+        "layers": int(row["layers"]) if row.get("layers") else None,
+        "hidden": int(row["hidden"]) if row.get("hidden") else None,
+        "vocab": int(row["vocab"]) if row.get("vocab") else None,
+        "embeddings": {"no": "untied", "yes": "tied"}.get(row.get("tied") or ""),
+    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from optimizer.calibration import job_of, rows
+from optimizer.calibration import Case, as_typed, job_of, rows
 from optimizer.compute import training_flops
 from optimizer.models import SHAPE_TOLERANCE, implied_params, resolve_model, with_shape
 from warehouse.errors import UsageError
@@ -135,3 +135,16 @@ def test_the_tolerance_is_the_implied_count_either_way() -> None:
 def test_with_shape_refuses_a_preset() -> None:
     with pytest.raises(UsageError, match="is a preset"):
         with_shape(resolve_model("llama3-8b"), layers=32, hidden=4096)
+
+
+def test_the_typed_view_with_the_shape_options_has_the_calibrations_flops() -> None:
+    """bench/calibration.py's "typed: count, --seq-len and the shape options" view (calibration.as_typed with
+    ``shape=True``) gives every row a user can type whole the FLOPs and attention share the calibration reads, where
+    the bare count does not: Pythia 70M (row 54) had 1.68x its FLOPs typed bare."""
+    for row in SHAPED:
+        case = Case.of(row)
+        typed = as_typed(case, row, seq_len=True, shape=True)
+        assert (typed.flops, typed.attention_share) == (case.flops, case.attention_share), row["run"]
+    pythia = next(r for r in SHAPED if r["id"] == "54")
+    case = Case.of(pythia)
+    assert as_typed(case, pythia, seq_len=True).flops / case.flops == pytest.approx(1.68, abs=0.01)
