@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.conftest import run_costopt
+from tests.conftest import REPO, run_costopt
 
 JOB = ("--model", "1.2B", "--tokens", "20B")
 SHAPE = ("--layers", "16", "--hidden", "2048", "--vocab", "100352", "--embeddings", "untied")
@@ -78,3 +78,14 @@ def test_shape_options_are_refused_in_one_line(command: str, args: tuple[str, ..
     assert out.stdout == ""
     assert len(out.stderr.strip().splitlines()) == 1
     assert says in out.stderr
+
+
+def test_the_readme_shape_example_prints_what_the_tool_prints() -> None:
+    """README's *Your model's shape* example (OLMo 2 1B typed with its config) is the tool's output at 100 columns."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    command = next(line for line in readme.splitlines() if line.startswith("$ costopt estimate --model 1.485B"))
+    shown = readme.split(command + "\n", 1)[1].split("\n```", 1)[0].splitlines()
+    out = run_costopt(*command.split()[2:], env={"COLUMNS": "100", "NO_COLOR": "1"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == shown
+    assert "GPU-hours       26,676    34,412  73,218" in shown
