@@ -3,7 +3,7 @@
     python bench/residuals.py            # every run, leave-one-organisation-out (about 45 s)
     python bench/residuals.py --quick    # without round 45's choice inside each fold (CI runs every bench with --quick)
 
-Issue 14 asks for 75 % of runs within 0.8-1.25x out of sample; the model puts 67 % there (round 47: 107 of 160). Before
+Issue 14 asks for 75 % of runs within 0.8-1.25x out of sample; the model puts 68 % there (round 48: 109 of 160). Before
 another cause is added to the model, the misses should show it: this script takes each run's held-out error (log of
 predicted over published GPU-hours, by the constants searched without its organisation) and asks how far each published
 fact -- GPU family, GPU count, model size and shape, sequence length, precision, how the publication counted the

@@ -579,7 +579,7 @@ def _sized_for_speed(
       H100 took 1.7x the GPU-hours of 300M. No calibration run lies below its N*, so none of them moves either.
     """
     floor = scope_model.coverage().smallest.value
-    fastest = mfu_model.fastest_size(gpu, gpus, gpus_per_node, fit)
+    fastest = mfu_model.fastest_size(gpu, gpus, gpus_per_node, fit, job.stack)
     size, why = max((floor, "below_smallest_model"), (fastest, "below_fastest_size"))
     if job.model.active_params >= size:
         return job.model, flops, None

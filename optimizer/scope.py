@@ -233,7 +233,7 @@ def _model_reasons(job: Job, gpu: GpuSpec, gpus: int, gpus_per_node: int, cover:
         guess = f"; QLoRA's x{mfu_model.QLORA:g} for dequantization is a stated guess" if job.method == "qlora" else ""
         text = f"{job.method} fine-tuning: every calibration run is full training from random weights{guess}"
         reasons.append(Reason("method", text, text))
-    fastest = mfu_model.fastest_size(gpu, gpus, gpus_per_node)
+    fastest = mfu_model.fastest_size(gpu, gpus, gpus_per_node, stack=job.stack)
     below_floor = model.active_params < cover.smallest.value
     held = ": the time per token is held at that size's" if below_floor and fastest <= cover.smallest.value else ""
     if model.active_params < fastest and fastest > cover.smallest.value:
