@@ -325,13 +325,25 @@ def check_stack(stack: str) -> str:
 FUSED_STACKS = ("recipe",)
 
 
-def small_model_factor(gpu: GpuSpec, active_params: float, fit: Fit = FITTED, stack: str = DEFAULT_STACK) -> float:
-    """Share of the MFU a model this small keeps: memory-bound work and launches against its matmuls (1 for the
-    classes whose code fuses them, ``FUSED_STACKS``)."""
+def small_model_overhead(gpu: GpuSpec, active_params: float, fit: Fit = FITTED, stack: str = DEFAULT_STACK) -> float:
+    """What a model this small pays besides its matmuls, as a share of their time: memory-bound work and launches
+    (0 for the classes whose code fuses them, ``FUSED_STACKS``)."""
     if fit.small_params <= 0 or stack in FUSED_STACKS:
-        return 1.0
-    overhead = gpu.tensor16_tflops / REFERENCE_TFLOPS * (fit.small_params / active_params) ** SMALL_EXPONENT
-    return 1.0 / (1.0 + overhead)
+        return 0.0
+    return gpu.tensor16_tflops / REFERENCE_TFLOPS * (fit.small_params / active_params) ** SMALL_EXPONENT
+
+
+def small_model_factor(gpu: GpuSpec, active_params: float, fit: Fit = FITTED, stack: str = DEFAULT_STACK) -> float:
+    """Share of the MFU a model this small keeps (``small_model_overhead``)."""
+    return 1.0 / (1.0 + small_model_overhead(gpu, active_params, fit, stack))
+
+
+def scale_out_overhead(active_params: float, gpus: int, gpus_per_node: int, fit: Fit = FITTED) -> float:
+    """The exposed gradient sync of a step as a share of its compute, across servers (inside one NVLink node it hides
+    behind the backward pass, unless ``fit.scale_out_in_node``): (5e5 x GPUs / N_active)^exponent."""
+    if gpus <= max(1, min(gpus, gpus_per_node)) and not fit.scale_out_in_node:
+        return 0.0
+    return (fit.thin_params_per_gpu * gpus / active_params) ** fit.scale_out_exponent
 
 
 def fastest_size(gpu: GpuSpec, gpus: int, gpus_per_node: int, fit: Fit = FITTED, stack: str = DEFAULT_STACK) -> float:
@@ -345,17 +357,18 @@ def fastest_size(gpu: GpuSpec, gpus: int, gpus_per_node: int, fit: Fit = FITTED,
     (a test keeps it so), and every cost of a step, the matmuls and the gradients' traffic alike, shrinks with the
     model. Without a hold, 300M parameters on 1,024 H100 took 0.59 of a 70M model's GPU-hours for the same tokens
     (estimator audit, stop 59); the estimator holds a smaller model's time per token at N*'s (``estimate``)."""
-    per_node = max(1, min(gpus, gpus_per_node))
-    if fit.small_params <= 0 or stack in FUSED_STACKS or not (gpus > per_node or fit.scale_out_in_node):
+    a = small_model_overhead(gpu, 1.0, fit, stack)  # each overhead at one parameter: its constant
+    b = scale_out_overhead(1.0, gpus, gpus_per_node, fit)
+    if a == 0.0 or b == 0.0:
         return 0.0
-    a = gpu.tensor16_tflops / REFERENCE_TFLOPS * fit.small_params
-    b = fit.thin_params_per_gpu * gpus
     if SMALL_EXPONENT == 1.0 and fit.scale_out_exponent == 1.0:
         return math.sqrt(a * b)
 
     def per_token(log_n: float) -> float:
         n = math.exp(log_n)
-        return n * (1 + (a / n) ** SMALL_EXPONENT) * (1 + (b / n) ** fit.scale_out_exponent)
+        return (
+            n * (1 + small_model_overhead(gpu, n, fit, stack)) * (1 + scale_out_overhead(n, gpus, gpus_per_node, fit))
+        )
 
     low, high = math.log(1e3), math.log(1e13)  # golden-section search on log N: the product is unimodal there
     ratio = (math.sqrt(5) - 1) / 2
@@ -474,9 +487,7 @@ def realized_mfu(
         "slowest_link": 1.0,
         "nodes": 1.0 / (1.0 + NODE_PENALTY[fabric] * math.log2(nodes)),
     }
-    factors["scale_out"] = 1.0
-    if nodes > 1 or fit.scale_out_in_node:
-        factors["scale_out"] = 1.0 / (1.0 + (fit.thin_params_per_gpu * gpus / active_params) ** fit.scale_out_exponent)
+    factors["scale_out"] = 1.0 / (1.0 + scale_out_overhead(active_params, gpus, gpus_per_node, fit))
     if attention_share > 0:
         cost = fit.attention_cost
         if fit.causal_credit and attention == "fused" and gpu.architecture not in OLDER_ARCHITECTURES:
