@@ -110,7 +110,7 @@ def test_the_forms_ceiling_is_the_most_the_search_on_the_count_puts_within_in_sa
     residuals = script_module(REPO / "bench" / "residuals.py", "residuals")
     data = calibration.cases()
     shipped = calibration.within_count([c.log_ratio(mfu.FITTED) for c in data])
-    assert (residuals.form_ceiling(data), shipped) == (114, 110)  # round 48 (47: 113, 108; 46: 110, 106)
+    assert (residuals.form_ceiling(data), shipped) == (115, 111)  # round 50 (48: 114, 110; 47: 113, 108)
 
 
 def test_the_era_fact_names_the_typical_runs_published_before_2023():
