@@ -263,7 +263,8 @@ def test_the_users_profile_is_the_issues_1_to_70b_on_8_to_512_gpus():
     """bench/calibration.py's "1-70B on 8-512 GPUs" line (round 45) takes the whole parameter count a user types and
     both ends inclusive: TinyLlama 1.1B on 16 A100 and MPT-7B on 440 are in; Pythia 70M (too small), Llama 2 70B on
     2,048 GPUs and Llama 3 8B on 8,192 (too many) and one person's GPT-2 on one RTX 3090 (too few) are out; 73 of
-    round 47's 160 runs (70 of round 46's 149; a pin to move with the rows, as the README's figures for the line)."""
+    round 50's 162 runs (and of round 47's 160; 70 of round 46's 149; a pin to move with the rows, as the README's
+    figures for the line)."""
     from optimizer import calibration
 
     bench = script_module(REPO / "bench" / "calibration.py", "calibration_bench")
