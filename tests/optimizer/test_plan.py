@@ -507,3 +507,34 @@ def test_cli_plan_says_per_option_which_recomputation_it_runs(cli_env):
         run_cli("plan", "--model", "8B", "--tokens", "100B", "--top", "3", "-f", "json", env=cli_env).stdout
     )
     assert [o["recompute"] for o in small["options"]] == ["selective"] * 3
+
+
+def test_the_plan_runs_with_the_cyclic_collector_paused_and_restores_it(monkeypatch):
+    """build_plan pauses the cyclic garbage collector while it ranks (its full passes rescanned every live option,
+    so planning time grew faster than the options: bench/plan_scale.py) and gives it back as it found it, after an
+    answer, after an error, and left off where the caller had switched it off."""
+    import gc
+
+    from optimizer import plan as plan_module
+
+    seen: list[bool] = []
+    real = plan_module.estimate
+
+    def watching(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(plan_module, "estimate", watching)
+    assert gc.isenabled()
+    build_plan(JOB, [offer()], GPUS, Constraints(max_gpus=16))
+    assert seen and not any(seen)  # every estimate of the plan ran with the collector paused
+    assert gc.isenabled()
+    with pytest.raises(ValueError, match="view must be"):
+        build_plan(JOB, [offer()], GPUS, Constraints(max_gpus=16), view="wrong")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        build_plan(JOB, [offer()], GPUS, Constraints(max_gpus=16))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
