@@ -3,7 +3,7 @@
     python bench/fit_mfu.py              # the search, the shipped constants, per-fold fits, the ablation table
     python bench/fit_mfu.py --quick      # the search and the cross-validation only (CI)
     python bench/fit_mfu.py --loss       # each loss (cap, weighting) cross-validated, and the one it picks
-    python bench/fit_mfu.py --nested     # the loss chosen inside each fold too (about 35 minutes on 2 cores)
+    python bench/fit_mfu.py --nested     # the loss chosen inside each fold too (about an hour on 2 cores)
 
 The shipped constants (``optimizer.mfu.FITTED``) are the ones this search picks; a test keeps the two equal.
 Its ranges are read off the runs' out-of-sample residuals (``calibration.calibrated``, since round 18). The loss
