@@ -232,6 +232,10 @@ class Fit:
     # Round 36 of issue 14's candidate: a fused run's attention charged at CAUSAL_WORK of its counted FLOPs (times
     # attention_cost); unfused and Volta/Turing runs as before
     causal_credit: bool = False
+    # Round 52 of issue 14: whether the small-model term weighs on attention's FLOPs too (True, rounds 5-51) or on the
+    # dense share only (False): a fused attention kernel's work grows with the sequence and pays no per-parameter
+    # launches, norms or optimizer steps (``small_model_share``)
+    small_model_attention: bool = True
 
     def stack(self, name: str) -> float:
         return {
@@ -336,6 +340,12 @@ def small_model_overhead(gpu: GpuSpec, active_params: float, fit: Fit = FITTED, 
 def small_model_factor(gpu: GpuSpec, active_params: float, fit: Fit = FITTED, stack: str = DEFAULT_STACK) -> float:
     """Share of the MFU a model this small keeps (``small_model_overhead``)."""
     return 1.0 / (1.0 + small_model_overhead(gpu, active_params, fit, stack))
+
+
+def small_model_share(attention_share: float, fit: Fit = FITTED) -> float:
+    """The share of a job's FLOPs the small-model term weighs on: all of them, or the dense share only where
+    ``fit.small_model_attention`` is off (round 52 of issue 14: time per FLOP (1 - s)(1 + o) + s = 1 + o(1 - s))."""
+    return 1.0 if fit.small_model_attention else 1.0 - attention_share
 
 
 def scale_out_overhead(active_params: float, gpus: int, gpus_per_node: int, fit: Fit = FITTED) -> float:
@@ -483,7 +493,8 @@ def realized_mfu(
         "stack": fit.stack(stack),
         "bandwidth": (gpu.memory_bandwidth_gb_s / gpu.tensor16_tflops / REFERENCE_BYTES_PER_FLOP)
         ** fit.bandwidth_exponent,
-        "small_model": small_model_factor(gpu, active_params, fit, stack),
+        "small_model": 1.0
+        / (1.0 + small_model_overhead(gpu, active_params, fit, stack) * small_model_share(attention_share, fit)),
         "slowest_link": 1.0,
         "nodes": 1.0 / (1.0 + NODE_PENALTY[fabric] * math.log2(nodes)),
     }
