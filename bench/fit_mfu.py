@@ -155,6 +155,8 @@ def main() -> None:
            dataclasses.replace(START, causal_credit=True), GRID)  # fmt: skip
     ablate("small-model term on dense FLOPs only (round 52, not kept)", data,
            dataclasses.replace(START, small_model_attention=False), GRID)  # fmt: skip
+    ablate("dense-only small-model term with causal credit (round 53, not kept)", data,
+           dataclasses.replace(START, small_model_attention=False, causal_credit=True), GRID)  # fmt: skip
     ablate("AMD CDNA 2 at the old 0.85 guess", data, START, GRID, amd=0.85)
     ablate("FP8 gain stated at 1.3 (rounds 1-3)", data, dataclasses.replace(START, fp8_gain=1.3), GRID)
     ablate("FP8 gain searched on round 4's grid, 1.2-2.0", data, START, {**GRID, "fp8_gain": ROUND_4_FP8_GRID})

@@ -1018,6 +1018,11 @@ def test_the_small_model_term_weighs_on_attention_too_because_the_dense_only_rea
     assert (shipped.counts, tried.counts) == ((112, 153), (111, 151))  # round 52
     assert calibration.best_loss([("shipped", shipped), ("dense only", tried)]) == "shipped"
     assert FIT.small_model_attention
+    # round 53: with round 36's causal credit too, the same 111 within, and a median error over the 15 % target
+    both = dataclasses.replace(start, causal_credit=True)
+    paired = held_out_summary(leave_one_organisation_out(data, searcher=lambda d: search(d, start=both)))
+    assert paired.counts == (111, 152) and paired.median_error > 0.15
+    assert calibration.best_loss([("shipped", shipped), ("paired", paired)]) == "shipped"
 
 
 def test_the_dense_only_reading_charges_the_small_model_term_on_the_dense_share():
