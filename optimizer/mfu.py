@@ -337,9 +337,11 @@ def small_model_overhead(gpu: GpuSpec, active_params: float, fit: Fit = FITTED, 
     return gpu.tensor16_tflops / REFERENCE_TFLOPS * (fit.small_params / active_params) ** SMALL_EXPONENT
 
 
-def small_model_factor(gpu: GpuSpec, active_params: float, fit: Fit = FITTED, stack: str = DEFAULT_STACK) -> float:
-    """Share of the MFU a model this small keeps (``small_model_overhead``)."""
-    return 1.0 / (1.0 + small_model_overhead(gpu, active_params, fit, stack))
+def small_model_factor(
+    gpu: GpuSpec, active_params: float, fit: Fit = FITTED, stack: str = DEFAULT_STACK, attention_share: float = 0.0
+) -> float:
+    """Share of the MFU a model this small keeps (``small_model_overhead``, on ``small_model_share`` of the FLOPs)."""
+    return 1.0 / (1.0 + small_model_overhead(gpu, active_params, fit, stack) * small_model_share(attention_share, fit))
 
 
 def small_model_share(attention_share: float, fit: Fit = FITTED) -> float:
@@ -493,8 +495,7 @@ def realized_mfu(
         "stack": fit.stack(stack),
         "bandwidth": (gpu.memory_bandwidth_gb_s / gpu.tensor16_tflops / REFERENCE_BYTES_PER_FLOP)
         ** fit.bandwidth_exponent,
-        "small_model": 1.0
-        / (1.0 + small_model_overhead(gpu, active_params, fit, stack) * small_model_share(attention_share, fit)),
+        "small_model": small_model_factor(gpu, active_params, fit, stack, attention_share),
         "slowest_link": 1.0,
         "nodes": 1.0 / (1.0 + NODE_PENALTY[fabric] * math.log2(nodes)),
     }
