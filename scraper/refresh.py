@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
@@ -309,9 +308,10 @@ def refresh(
     guard in ``warehouse.volume`` otherwise refuses it). ``timeout`` is the per-request HTTP
     timeout in seconds (default ``COSTOPT_HTTP_TIMEOUT``, else 30).
     """
+    from scraper.scratch import owned_scratch
     from warehouse.db import open_warehouse
     from warehouse.load import last_validators
-    from warehouse.paths import raw_dir, remove_tree, temp_root
+    from warehouse.paths import raw_dir, temp_root
 
     names = list(providers or NAMES)
     shares, default_timeout = check_config(names, env=env, replay=replay, accept_drop=accept_drop)
@@ -333,48 +333,46 @@ def refresh(
     if replay is None:
         con.close()
 
-    workdir = Path(tempfile.mkdtemp(prefix="costopt-fetch-", dir=temp_root()))
     try:
-        fetched = asyncio.run(
-            _fetch_all(
-                names,
-                cancel=cancel,
-                env=env,
-                replay_root=replay,
-                known=known,
-                workdir=workdir,
-                retry=retry or RetryPolicy(),
-                progress=say,
-                timeout=timeout,
+        # a directory of this run's own, removed on every way out; one a SIGKILL left is swept by the next run
+        with owned_scratch("costopt-fetch-", temp_root()) as workdir:
+            fetched = asyncio.run(
+                _fetch_all(
+                    names,
+                    cancel=cancel,
+                    env=env,
+                    replay_root=replay,
+                    known=known,
+                    workdir=workdir,
+                    retry=retry or RetryPolicy(),
+                    progress=say,
+                    timeout=timeout,
+                )
             )
-        )
-        ready: list[_Ready] = []
-        raw_root = raw_dir(db_path)
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="costopt-raw") as keeper:
-            # the raw payloads are kept whatever the parse says (a response that fails to parse is the
-            # evidence a person needs), on a thread beside the parse: hashing and gzip release the GIL
-            kept = {
-                item.provider: keeper.submit(_keep_raw, raw_root, item.payloads)
-                for item in fetched
-                if keep_raw and item.status == "ok" and item.instance is not None
-            }
-            for item in fetched:
-                entry = _Ready(item, share=shares[item.provider])
-                ready.append(entry)
-                if item.status != "ok" or item.instance is None:
-                    entry.error = item.error
-                    continue
-                _parse_one(entry, kept.get(item.provider), raw_root, mode)
-        return _load_all(db_path, ready, mode, say, cancel, set(accept_drop), con=None if replay is None else con)
+            ready: list[_Ready] = []
+            raw_root = raw_dir(db_path)
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="costopt-raw") as keeper:
+                # the raw payloads are kept whatever the parse says (a response that fails to parse is the
+                # evidence a person needs), on a thread beside the parse: hashing and gzip release the GIL
+                kept = {
+                    item.provider: keeper.submit(_keep_raw, raw_root, item.payloads)
+                    for item in fetched
+                    if keep_raw and item.status == "ok" and item.instance is not None
+                }
+                for item in fetched:
+                    entry = _Ready(item, share=shares[item.provider])
+                    ready.append(entry)
+                    if item.status != "ok" or item.instance is None:
+                        entry.error = item.error
+                        continue
+                    _parse_one(entry, kept.get(item.provider), raw_root, mode)
+            return _load_all(db_path, ready, mode, say, cancel, set(accept_drop), con=None if replay is None else con)
     finally:
-        # nested: one Ctrl-C can surface twice, as DuckDB's "Query interrupted" in a load and then, once DuckDB
-        # returns to Python, as the main thread's pending KeyboardInterrupt, here in close(); the fetch's
-        # temporary files must go either way
-        try:
-            if replay is not None:
-                con.close()
-        finally:
-            remove_tree(workdir)
+        # a Ctrl-C can surface twice, as DuckDB's "Query interrupted" in a load and then, once DuckDB returns to
+        # Python, as the main thread's pending KeyboardInterrupt, here in close(): the scratch directory is gone by
+        # then, removed on the way out of the block above
+        if replay is not None:
+            con.close()
 
 
 def _keep_raw(root: Path, payloads: list[RawPayload]) -> list[RawRow]:

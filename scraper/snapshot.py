@@ -83,15 +83,13 @@ def replay_snapshot(path: Path, root: Path | None = None) -> SnapshotSummary:
 
 def make_seed(target: Path, root: Path | None = None) -> None:
     """Replay the snapshot under ``root`` into a scratch warehouse and dump it as the seed in ``target``."""
-    import tempfile
-
+    from scraper.scratch import owned_scratch
     from warehouse import seed as seeds
     from warehouse.db import open_warehouse
-    from warehouse.paths import remove_tree, snapshot_dir, temp_root
+    from warehouse.paths import snapshot_dir, temp_root
 
     root = root or snapshot_dir()
-    scratch = Path(tempfile.mkdtemp(prefix="costopt-seed-", dir=temp_root()))
-    try:
+    with owned_scratch("costopt-seed-", temp_root()) as scratch:
         path = scratch / "seed.duckdb"
         summary = replay_snapshot(path, root)
         con = open_warehouse(path, read_only=True)
@@ -113,5 +111,3 @@ def make_seed(target: Path, root: Path | None = None) -> None:
             )
         finally:
             con.close()
-    finally:
-        remove_tree(scratch)

@@ -19,8 +19,6 @@ counted; the intervals around it simply span it.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -32,6 +30,7 @@ from scraper.archive import cyclenerd, skypilot
 from scraper.archive.git import BlobReader, Change, Commit, GitArchive, GitError
 from scraper.archive.intervals import Carried, Interval, IntervalBuilder
 from scraper.archive.snapshot import Attrs, Key, Snapshot
+from scraper.scratch import owned_scratch
 from warehouse.archive import LoadedPath, StagedPath, StageWriter
 from warehouse.errors import ParseError, UsageError
 
@@ -318,8 +317,7 @@ def import_archive(
         held = {path: carried_intervals(con, repository, path, end) for path, (_, end) in state.items()}
     finally:
         con.close()
-    workdir = Path(tempfile.mkdtemp(prefix="costopt-import-", dir=db_path.parent))
-    try:
+    with owned_scratch("costopt-import-", db_path.parent) as workdir:
         staged = stage_archive(
             clone,
             workdir,
@@ -341,5 +339,3 @@ def import_archive(
         finally:
             con.close()
         return result
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)

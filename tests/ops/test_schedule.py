@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -82,7 +83,10 @@ WRITER = textwrap.dedent(
 
 
 def start_writer(db_path, replay, delay):
-    env = {**os.environ, "COSTOPT_TEST_LOAD_DELAY": str(delay)}
+    # its scratch directory goes under the test's own temporary folder: a killed writer's stays behind there
+    scratch = db_path.parent / "tmp"
+    scratch.mkdir(exist_ok=True)
+    env = {**os.environ, "COSTOPT_TEST_LOAD_DELAY": str(delay), "TMPDIR": str(scratch)}
     script = WRITER.format(repo=str(REPO), db=str(db_path), replay=str(replay))
     proc = subprocess.Popen(
         [sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -130,12 +134,19 @@ def test_sigterm_during_a_load_commits_it_then_exits_zero(db_path, yesterday):
 
 
 @pytest.mark.slow
-def test_kill_during_a_load_leaves_no_partial_run(db_path, yesterday):
+def test_kill_during_a_load_leaves_no_partial_run_and_the_next_run_sweeps_its_scratch(db_path, yesterday, monkeypatch):
+    from scraper.refresh import refresh
+
     proc = start_writer(db_path, yesterday, delay=30)
     proc.kill()
     proc.wait(timeout=30)
     current, runs = prices(db_path)
     assert current == {"big": 40.0, "small": 0.7} and runs == 1  # yesterday intact, nothing half-written
+    scratch = db_path.parent / "tmp"
+    assert len(list(scratch.glob("costopt-fetch-*"))) == 1  # SIGKILL runs no clean-up: its downloads stay ...
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    refresh(db_path, ["fake"], replay=yesterday)
+    assert list(scratch.iterdir()) == []  # ... until the next refresh, which sweeps them and removes its own
 
 
 @pytest.mark.slow
