@@ -88,4 +88,4 @@ def test_the_readme_shape_example_prints_what_the_tool_prints() -> None:
     out = run_costopt(*command.split()[2:], env={"COLUMNS": "100", "NO_COLOR": "1"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == shown
-    assert "GPU-hours       26,070    34,412  73,218" in shown
+    assert "GPU-hours       24,936    34,412  71,692" in shown  # round 54 (51: 26,070-34,412-73,218)

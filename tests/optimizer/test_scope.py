@@ -53,7 +53,7 @@ def answer(j: Job, gpu: str = "A100", gpus: int = 8, **kwargs) -> dict:
 def test_a_job_inside_the_calibration_is_calibrated_and_says_what_its_range_held():
     a = answer(job())
     assert (a["speed_basis"], a["extrapolated_because"], a["warnings"]) == ("calibrated", [], [])
-    assert a["range_means"].startswith("for a typical team, a range that held 42 of 46 typical runs")
+    assert a["range_means"].startswith("for a typical team, a range that held 46 of 50 typical runs")
     assert (a["global_batch_tokens_min"], round(a["optimizer_steps_max"])) == (8 * 2048, round(100e9 / (8 * 2048)))
 
 
@@ -171,7 +171,7 @@ def test_the_readme_states_the_bounds_the_files_give():
         f"at most {human_count(c.batch_tokens.value)} tokens",
         f"no fewer than {c.steps.value:,.0f} optimizer steps",
         f"`recipe` up to {c.classes['recipe'].gpus.value:.0f}, on one node",
-        f"`tuned` {c.classes['tuned'].gpus.value:.0f}",
+        f"`tuned` {c.classes['tuned'].gpus.value:,.0f}",
     ):
         assert said in readme, said
 
