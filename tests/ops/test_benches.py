@@ -110,7 +110,7 @@ def test_the_forms_ceiling_is_the_most_the_search_on_the_count_puts_within_in_sa
     residuals = script_module(REPO / "bench" / "residuals.py", "residuals")
     data = calibration.cases()
     shipped = calibration.within_count([c.log_ratio(mfu.FITTED) for c in data])
-    assert (residuals.form_ceiling(data), shipped) == (123, 118)  # round 54 (51: 116, 112; 50: 115, 111)
+    assert (residuals.form_ceiling(data), shipped) == (126, 120)  # round 56 (54: 123, 118; 51: 116, 112)
 
 
 def test_the_era_fact_names_the_typical_runs_published_before_2023():
