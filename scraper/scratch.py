@@ -12,12 +12,15 @@ lock) goes once it is a day old, which no run of costopt lasts.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+
+from warehouse.paths import ctrl_c_held, remove_tree
 
 LOCK_NAME = ".costopt-owner.lock"
 UNLOCKED_GRACE_SECONDS = 24 * 3600
@@ -29,8 +32,6 @@ def owned_scratch(prefix: str, parent: str | Path) -> Iterator[Path]:
 
     Orphans of earlier, killed runs with the same prefix are removed first.
     """
-    from warehouse.paths import ctrl_c_held, remove_tree
-
     sweep_orphans(Path(parent), prefix)
     with ctrl_c_held():  # a Ctrl-C between the two would leave a directory no lock marks as this run's
         path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
@@ -66,8 +67,6 @@ def sweep_orphans(parent: Path, prefix: str, now: float | None = None) -> list[P
                 continue
         except OSError:
             continue
-        from warehouse.paths import remove_tree
-
         remove_tree(Path(entry.path))
         removed.append(Path(entry.path))
     return removed
@@ -77,8 +76,6 @@ def _orphaned(path: Path, now: float) -> bool:
     lock_path = path / LOCK_NAME
     if not lock_path.exists():
         return now - path.stat().st_mtime > UNLOCKED_GRACE_SECONDS
-    import fcntl
-
     with lock_path.open("r") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -90,8 +87,6 @@ def _orphaned(path: Path, now: float) -> bool:
 def _hold(directory: Path) -> IO[str]:
     """Lock ``directory``'s lock file for this process: locked under another name first, then renamed into place, so
     a sweep never finds the lock file before it is locked (and takes a live run's directory for an orphan)."""
-    import fcntl
-
     staging = directory / f"{LOCK_NAME}.{os.getpid()}"
     handle = staging.open("w")
     try:
